@@ -1,0 +1,32 @@
+# The two commands a learner needs: `make lab` and `make test`. Both set up .venv on first use.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+export PYTHONHASHSEED := 0
+
+.PHONY: lab test demo doctor bench clean-venv
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+demo: $(STAMP)
+	$(BIN)/course demo
+
+doctor: $(STAMP)
+	$(BIN)/course doctor
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py
+
+clean-venv:
+	rm -rf $(VENV)

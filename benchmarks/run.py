@@ -1,0 +1,86 @@
+"""Measure the SPEC §7 budgets and print one line per figure (copy them into the README).
+
+    python benchmarks/run.py            # or: make bench
+
+Each figure is the best of several repeats (the least disturbed by other work on the machine).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+from course_lib import default_tools  # noqa: E402
+from course_lib.agent import Agent  # noqa: E402
+from course_lib.models import ScriptedModel  # noqa: E402
+from course_lib.models.scripted import SCENARIOS  # noqa: E402
+from course_lib.parsing import parse_reply  # noqa: E402
+
+
+def best_of(repeats: int, func) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        func()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def import_time_ms(statement: str) -> float:
+    """Time of `statement` in a fresh interpreter (so nothing is cached), median of 15 runs, in ms."""
+    code = ("import time; t = time.perf_counter(); " + statement +
+            "; print(time.perf_counter() - t)")
+    runs = [float(subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, capture_output=True,
+                                 text=True).stdout) for _ in range(15)]
+    return statistics.median(runs) * 1000
+
+
+def loop_steps_per_second(scenario: str, runs: int) -> float:
+    """Steps per second of the real loop (parse_reply + dispatch + real tools) on a scripted model."""
+    logging.getLogger("course_lib.agent").setLevel(logging.WARNING)   # the default level: info is skipped
+    replies = SCENARIOS[scenario]["replies"]
+    goal = SCENARIOS[scenario]["goal"]
+    tools = default_tools()
+
+    def go():
+        agent = Agent(tools, ScriptedModel(replies * runs), max_steps=len(replies))
+        for _ in range(runs):
+            agent.run(goal)
+    seconds = best_of(5, go)
+    return runs * len(replies) / seconds
+
+
+def parse_ms(text: str) -> float:
+    parsed = parse_reply(text)
+    assert parsed.ok, parsed.error
+    return best_of(5, lambda: parse_reply(text)) * 1000
+
+
+def main() -> None:
+    action = json.dumps({"tool": "finish", "args": {"answer": "ok"}})
+    prose = ("The model thinks out loud here, with numbers like 24 and 7, {braces}, and 한국어 text. " * 12_000)
+    one_mb = prose[: 1_000_000 - len(action)] + action
+    only_import = import_time_ms("import course_lib")
+    full_import = import_time_ms("import course_lib; from course_lib import Agent, ScriptedModel, default_tools; "
+                                 "default_tools()")
+    print(f"python:                          {sys.version.split()[0]} on {os.cpu_count()} cores")
+    print(f"import course_lib:               {only_import:6.1f} ms")
+    print(f"import + Agent + tools:          {full_import:6.1f} ms")
+    print(f"loop, seed 'price' script:       {loop_steps_per_second('price', 5_000):8,.0f} steps/s")
+    print(f"loop, 'repeat' script (search):  {loop_steps_per_second('repeat', 400):8,.0f} steps/s")
+    print(f"parse_reply, short action:       {parse_ms(action) * 1000:6.1f} µs")
+    print(f"parse_reply, 1 MB prose+action:  {parse_ms(one_mb):6.1f} ms")
+    braces, keys = "{" * 200_000 + action, '{"a": ' * 20_000 + action
+    print(f"parse_reply, '{{' x 200,000:      {parse_ms(braces):6.1f} ms")
+    print(f"parse_reply, '{{\"a\": ' x 20,000: {parse_ms(keys):6.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""Stage 06 — the Agent: a loop around a model call, with a memory that is just a list of messages.
+
+Adds: ``Agent(tools, model, max_steps)``. ``run(goal)`` puts the system prompt and the goal in ``history``,
+then repeats ``step()``: ask the model, parse its reply (or take its native tool calls), dispatch, append
+the observation, until the model calls ``finish`` or a limit is hit. The limits are checked before every
+model call: ``max_steps`` (default 6, or the ``COURSE_MAX_STEPS`` environment variable), a cap on
+consecutive unusable replies, and an optional stop on the same call repeated. Each run leaves ``history``,
+``steps``, ``answer``, ``stop_reason``, a ``trace`` of ``Step`` records, and token ``usage``;
+``save(path)`` writes the transcript as UTF-8 JSON, atomically. Progress goes to the standard ``logging``
+module (logger ``course_lib.agent``); nothing is printed.
+
+Leaves out: trimming or summarising long histories (memory management is a later stage), and
+retries: a model failure ends the run cleanly with ``stop_reason="model_error"``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+from .describe import build_system_prompt
+from .dispatch import Observation, dispatch
+from .models.base import ModelError, Reply
+from .parsing import parse_reply
+
+log = logging.getLogger("course_lib.agent")
+log.addHandler(logging.NullHandler())   # a library stays quiet unless the program configures logging
+DEFAULT_MAX_STEPS = 6
+
+
+def default_max_steps() -> int:
+    """``COURSE_MAX_STEPS`` if set to a positive whole number, else 6."""
+    raw = os.environ.get("COURSE_MAX_STEPS", "").strip()
+    if not raw:
+        return DEFAULT_MAX_STEPS
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"COURSE_MAX_STEPS must be a positive whole number, not {raw!r}")
+    return int(raw)
+
+
+@dataclass(slots=True)
+class ToolRun:
+    tool: str
+    args: dict
+    observation: Observation
+
+
+@dataclass(slots=True)
+class Step:
+    number: int
+    reply: str = ""                                   # what the model said, as text
+    runs: list[ToolRun] = field(default_factory=list)  # tool calls made in this step, with observations
+    error: str | None = None                          # an unusable reply or a failed model call
+    answer: str | None = None                         # set when the model finished
+
+
+class Agent:
+    """A tool-using agent: ``Agent(tools, model).run(goal)`` returns the answer."""
+
+    def __init__(self, tools, model, max_steps: int | None = None, *, system_prompt: str | None = None,
+                 max_format_errors: int = 3, repeat_limit: int | None = None, on_step=None):
+        self.tools, self.model = tools, model
+        self.max_steps = default_max_steps() if max_steps is None else max_steps
+        if type(self.max_steps) is not int or self.max_steps < 1:
+            raise ValueError(f"max_steps must be a positive whole number, not {self.max_steps!r}")
+        self.system_prompt = build_system_prompt(tools) if system_prompt is None else system_prompt
+        self.max_format_errors, self.repeat_limit, self.on_step = max_format_errors, repeat_limit, on_step
+        self.reset()
+
+    def reset(self, goal: str | None = None) -> None:
+        """Forget the last run; with a goal, start a new history ready for ``step()``."""
+        self.goal, self.steps, self.answer, self.stop_reason = goal, 0, None, None
+        self.history: list[dict] = []
+        self.trace: list[Step] = []
+        self.usage: list[dict] = []
+        self._bad_replies, self._last_call, self._repeats = 0, None, 0
+        if goal is not None:
+            self.history += [{"role": "system", "content": self.system_prompt},
+                             {"role": "user", "content": goal}]
+
+    @property
+    def done(self) -> bool:
+        return self.stop_reason is not None
+
+    def run(self, goal: str) -> str:
+        """Run the loop on ``goal`` until it finishes or a limit stops it; return the answer."""
+        self.reset(goal)
+        log.info("goal: %s", goal)
+        while not self.done:
+            self.step()
+        return self.answer
+
+    def step(self) -> Step | None:
+        """One turn: a model call and what follows from it. Returns the Step, or None once done."""
+        if self.goal is None:
+            raise RuntimeError("no goal yet: call agent.reset(goal) or agent.run(goal) first")
+        if self.done:
+            return None
+        if self.steps >= self.max_steps:
+            self._stop("max_steps", f"Stopped after {self.steps} steps without an answer "
+                                    f"(the step cap is {self.max_steps}).")
+            return None
+        self.steps += 1
+        step = Step(self.steps)
+        try:
+            reply = self._ask_model()
+        except ModelError as e:
+            step.error = f"model error: {e}"
+            log.error("step %d: the model call failed: %s", self.steps, e)
+            self._stop("model_error", f"The model call failed: {e}")
+        else:
+            step.reply = reply.text
+            if reply.usage:
+                self.usage.append(dict(reply.usage))
+            if reply.tool_calls:
+                self._run_native(reply, step)
+            elif getattr(self.model, "native_tools", False):
+                self._add("assistant", reply.text)
+                self._finish(step, reply.text)
+            else:
+                self._run_text(reply.text, step)
+        self.trace.append(step)
+        if self.on_step:
+            self.on_step(step)
+        return step
+
+    # -- the pieces of a step ------------------------------------------------------------------
+    def _ask_model(self) -> Reply:
+        complete = getattr(self.model, "complete", None)
+        raw = complete(self.history, self.tools) if complete else self.model(self.history)
+        return raw if type(raw) is Reply else Reply.coerce(raw)
+
+    def _run_text(self, text: str, step: Step) -> None:
+        self._add("assistant", text)
+        parsed = parse_reply(text)
+        if parsed.ok and parsed.tool == "finish":
+            if isinstance(parsed.args.get("answer"), str):
+                return self._finish(step, parsed.args["answer"])
+            return self._bad_reply(step, 'finish needs {"answer": "<text>"} in its args')
+        if not parsed.ok:
+            return self._bad_reply(step, parsed.error)
+        self._bad_replies = 0
+        if self._repeated([(parsed.tool, parsed.args)]):
+            return
+        obs = self._dispatch(step, parsed.tool, parsed.args)
+        self._add("user", f"Observation: {obs.content}")
+
+    def _run_native(self, reply: Reply, step: Step) -> None:
+        calls = [{"id": c.id, "name": c.name, "args": c.args} for c in reply.tool_calls]
+        self.history.append({"role": "assistant", "content": reply.text, "tool_calls": calls})
+        self._bad_replies = 0
+        if self._repeated([(c.name, c.args) for c in reply.tool_calls]):
+            return
+        for call in reply.tool_calls:   # parallel calls: run them all, answer each by its id
+            obs = self._dispatch(step, call.name, call.args)
+            self.history.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
+                                 "content": obs.content, "is_error": obs.is_error})
+
+    def _dispatch(self, step: Step, tool: str, args: dict) -> Observation:
+        obs = dispatch(self.tools, tool, args)
+        step.runs.append(ToolRun(tool, args, obs))
+        if log.isEnabledFor(logging.INFO):   # skip the formatting work when nobody listens
+            log.info("step %d: %s(%s) -> %s", self.steps, tool, _compact(args), obs.content[:200])
+        return obs
+
+    def _bad_reply(self, step: Step, error: str) -> None:
+        step.error, self._bad_replies = error, self._bad_replies + 1
+        log.warning("step %d: unusable reply: %s", self.steps, error)
+        if self._bad_replies >= self.max_format_errors:
+            return self._stop("format_errors", f"Stopped: {self._bad_replies} unusable replies in a row "
+                                               f"(last problem: {error}).")
+        self._add("user", f"Your reply could not be used: {error}. Reply with one JSON object: "
+                          '{"tool": "<name>", "args": {...}}')
+
+    def _repeated(self, calls) -> bool:
+        if not self.repeat_limit:
+            return False
+        key = json.dumps(calls, sort_keys=True, ensure_ascii=False, default=str)
+        self._repeats = self._repeats + 1 if key == self._last_call else 1
+        self._last_call = key
+        if self._repeats >= self.repeat_limit:
+            self._stop("repeated_call", f"Stopped: the model made the same call {self._repeats} times "
+                                        "in a row without progress.")
+            return True
+        return False
+
+    def _finish(self, step: Step, answer: str) -> None:
+        step.answer = answer
+        log.info("step %d: finished", self.steps)
+        self._stop("finish", answer)
+
+    def _stop(self, reason: str, answer: str) -> None:
+        self.stop_reason, self.answer = reason, answer
+        if reason != "finish":
+            log.warning("stopped (%s): %s", reason, answer)
+
+    def _add(self, role: str, content: str) -> None:
+        self.history.append({"role": role, "content": content})
+
+    # -- after a run -----------------------------------------------------------------------------
+    @property
+    def total_usage(self) -> dict:
+        total = {"input_tokens": 0, "output_tokens": 0}
+        for u in self.usage:
+            for key in total:
+                total[key] += u.get(key) or 0
+        return total
+
+    def transcript(self) -> dict:
+        return {"goal": self.goal, "stop_reason": self.stop_reason, "steps": self.steps,
+                "answer": self.answer, "usage": self.total_usage, "history": self.history}
+
+    def save(self, path: str | os.PathLike = "transcripts") -> Path:
+        """Write the transcript as JSON. A folder (or a path without a suffix) gets a new time-stamped file."""
+        path = Path(path)
+        if path.is_dir() or not path.suffix:
+            stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+            path = path / f"run-{stamp}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = json.dumps(self.transcript(), ensure_ascii=False, indent=2, default=str)
+        # Write a temporary file beside the target, then rename: a crash never leaves half a transcript.
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp",
+                                         delete=False) as tmp:
+            tmp.write(text + "\n")
+        os.replace(tmp.name, path)
+        log.info("transcript saved to %s", path)
+        return path
+
+    def __repr__(self) -> str:
+        return (f"Agent(steps={self.steps}/{self.max_steps}, messages={len(self.history)}, "
+                f"stop_reason={self.stop_reason!r})")
+
+
+def _compact(args: dict) -> str:
+    return json.dumps(args, ensure_ascii=False)

@@ -1,0 +1,172 @@
+"""The ``course`` command: ``course demo [GOAL]`` runs the agent in the terminal, ``course doctor`` checks the set-up.
+
+``demo`` uses the scripted model of stage 07 (a fixed list of replies standing in for an LLM, no network),
+picking the course scenario that fits the goal, and prints every step as it happens.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from . import __version__, default_tools
+from .agent import Agent, Step
+from .models.scripted import SCENARIOS, ScriptedModel
+
+# Words that pick a scenario for a goal typed on the command line.
+_KEYWORDS = {"price": ("cost", "price", "unit", "단가", "가격", "얼마"),
+             "trip": ("trip", "travel", "출장"),
+             "divide": ("divide", "divided", "나누기", "/0", "/ 0"),
+             "notice": ("notice", "공지"),
+             "repeat": ("repeat", "again", "반복")}
+
+
+def pick_scenario(goal: str) -> str | None:
+    """The name of the scenario whose goal or keywords match ``goal``, or None."""
+    lowered = goal.casefold()
+    for name, scenario in SCENARIOS.items():
+        if lowered == scenario["goal"].casefold():
+            return name
+    return next((name for name, words in _KEYWORDS.items() if any(w in lowered for w in words)), None)
+
+
+def demo_model(goal: str) -> ScriptedModel:
+    name = pick_scenario(goal)
+    if name:
+        return ScriptedModel(SCENARIOS[name]["replies"])
+    known = " | ".join(s["goal"] for s in SCENARIOS.values())
+    note = ("I am the scripted demo model, not a real LLM, so I can only play the course scenarios "
+            f"({known}). A real model arrives in stage 08.")
+    return ScriptedModel([json.dumps({"tool": "finish", "args": {"answer": note}})])
+
+
+def format_step(step: Step) -> str:
+    """One line per tool call, as in ``[1] lookup({"topic": "단가"}) -> 개당 $24``."""
+    lines = [f"[{step.number}] {run.tool}({json.dumps(run.args, ensure_ascii=False)}) -> "
+             f"{_one_line(run.observation.content)}" for run in step.runs]
+    if step.answer is not None:
+        lines.append(f"[{step.number}] finish")
+    elif step.error:
+        lines.append(f"[{step.number}] {step.error}")
+    return "\n".join(lines)
+
+
+def _one_line(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def cmd_demo(args) -> int:
+    goal = args.goal or SCENARIOS["price"]["goal"]
+    agent = Agent(default_tools(), demo_model(goal), max_steps=args.max_steps,
+                  on_step=lambda step: print(format_step(step), flush=True))
+    print(f"Goal: {goal}")
+    print("Model: scripted (a fixed list of replies standing in for an LLM; no network, no key)\n")
+    answer = agent.run(goal)
+    print(f"\nAnswer: {answer}")
+    print(f"(stop reason: {agent.stop_reason}, steps: {agent.steps})")
+    return 0
+
+
+_PACKAGES = ("anthropic", "openai", "jupyterlab", "ipykernel", "nbval", "ipywidgets", "matplotlib",
+             "pytest", "hypothesis")
+_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS")
+
+
+def _notebook_dir() -> Path | None:
+    for base in (Path.cwd(), Path(__file__).resolve().parent.parent):
+        if (base / "notebooks").is_dir():
+            return base / "notebooks"
+    return None
+
+
+def _kernel_problem(name: str, cache: dict) -> str | None:
+    if name not in cache:
+        try:
+            from jupyter_client.kernelspec import KernelSpecManager
+            spec = KernelSpecManager().get_kernel_spec(name)
+            exe = spec.argv[0]
+            found = Path(exe).exists() or any((Path(p) / exe).exists() for p in os.get_exec_path())
+            cache[name] = None if found else f"kernel '{name}' points at {exe}, which does not exist"
+        except ImportError:
+            cache[name] = "jupyter_client is not installed (run `make lab` once)"
+        except Exception as e:   # NoSuchKernel and friends
+            cache[name] = f"no kernel named '{name}' ({type(e).__name__})"
+    return cache[name]
+
+
+def cmd_doctor(args) -> int:
+    problems = 0
+    ok_python = sys.version_info >= (3, 11)
+    problems += not ok_python
+    print(f"Python      {platform.python_version()}  {'ok' if ok_python else 'too old: the course needs 3.11+'}")
+    print(f"course_lib  {__version__}")
+    for package in _PACKAGES:
+        try:
+            print(f"{package:<11} {metadata.version(package)}")
+        except metadata.PackageNotFoundError:
+            print(f"{package:<11} missing (run `make lab` or `pip install -e .[dev]`)")
+    print()
+    for key in _KEYS:   # whether a variable is set, never its value
+        print(f"{key:<18} {'set' if os.environ.get(key) else 'not set'}")
+    if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("OPENAI_API_KEY")):
+        print("No API key: every notebook still runs, with scripted models and a local stand-in server.")
+    print()
+    folder = _notebook_dir()
+    if folder is None:
+        print("Notebooks   not found (run `course doctor` from the course folder)")
+        return 1 if problems else 0
+    cache: dict = {}
+    notebooks = sorted(folder.glob("*.ipynb"))
+    if not notebooks:
+        print("Notebooks   none yet in notebooks/")
+    for nb in notebooks:
+        try:
+            name = json.loads(nb.read_text(encoding="utf-8"))["metadata"]["kernelspec"]["name"]
+            problem = _kernel_problem(name, cache)
+        except (OSError, ValueError, KeyError) as e:
+            problem = f"cannot read its kernelspec ({type(e).__name__})"
+        problems += problem is not None
+        print(f"{nb.name:<32} {problem or 'kernel ok'}")
+    return 1 if problems else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="course", description="Build an LLM Agent from Scratch: course tools.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,doctor}")
+    demo = sub.add_parser("demo", help="run the agent with a scripted model and print each step")
+    demo.add_argument("goal", nargs="?", help=f"what to ask (default: {SCENARIOS['price']['goal']!r})")
+    demo.add_argument("--max-steps", type=_positive_int, default=None,
+                      help="step cap (default: COURSE_MAX_STEPS or 6)")
+    demo.set_defaults(func=cmd_demo)
+    doctor = sub.add_parser("doctor", help="check Python, packages, keys (set or not) and notebook kernels")
+    doctor.set_defaults(func=cmd_doctor)
+    return parser
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return int(text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    if (sys.stdout.encoding or "").lower().replace("-", "") != "utf8":
+        sys.stdout.reconfigure(errors="backslashreplace")   # Korean text must not crash a plain terminal
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as e:   # e.g. a bad COURSE_MAX_STEPS: one line, no traceback
+        parser.error(str(e))
+    except KeyboardInterrupt:
+        print("\ninterrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

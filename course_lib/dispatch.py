@@ -1,0 +1,147 @@
+"""Stage 05 — the dispatcher: check the model's call, run the tool, and turn every failure into an observation.
+
+Adds: ``dispatch(tools, name, args) -> Observation``. Before a tool runs, the call is checked against the
+function's signature: the tool exists, ``args`` is an object, no unexpected or missing arguments, and each
+value has the annotated type (``bool`` is not an ``int``; an ``int`` is a fine ``float``). A failed check or
+an exception inside the tool becomes ``Observation(is_error=True)`` whose text names the culprit and says
+what to do, so the model can correct itself. Results that are not text become JSON (Korean kept as is),
+and very long results are cut with a note. Signatures and type hints are worked out once per tool and
+cached, because the loop calls this every step.
+
+Leaves out: timeouts for slow tools and asking a person before a risky call (later stages).
+``KeyboardInterrupt`` is not caught: a person can always stop the run.
+"""
+from __future__ import annotations
+
+import inspect
+import json
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from .tools import ToolError
+
+MAX_RESULT_CHARS = 20_000
+
+
+@dataclass(slots=True)
+class Observation:
+    content: str
+    is_error: bool = False
+    error: BaseException | None = field(default=None, repr=False, compare=False)   # kept for tests
+
+
+@dataclass(frozen=True)
+class _Spec:
+    params: tuple[str, ...]
+    names: frozenset[str]
+    required: frozenset[str]
+    hints: dict
+    takes_any: bool   # the function has **kwargs
+
+
+@lru_cache(maxsize=512)
+def _spec(func: Callable) -> _Spec:
+    params = inspect.signature(func).parameters
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception:   # an annotation that cannot be resolved is simply not checked
+        hints = {}
+    named = [p for p in params.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return _Spec(params=tuple(p.name for p in named), names=frozenset(p.name for p in named),
+                 required=frozenset(p.name for p in named if p.default is p.empty),
+                 hints={n: h for n, h in hints.items() if n != "return"},
+                 takes_any=any(p.kind is p.VAR_KEYWORD for p in params.values()))
+
+
+def _matches(value, hint) -> bool:
+    """Does a JSON value fit the annotation? Unknown kinds of annotation are given the benefit of the doubt."""
+    if type(value) is hint or hint is typing.Any:   # the common case first: the loop calls this every step
+        return True
+    if hint is float:
+        return type(value) in (int, float)
+    if hint is int:
+        return type(value) is int
+    if hint in (str, bool, dict, list, type(None)):
+        return type(value) is hint
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, a) for a in args)
+    if origin is typing.Literal:
+        return value in args
+    if origin is list:
+        return type(value) is list and (not args or all(_matches(v, args[0]) for v in value))
+    if origin is dict:
+        return type(value) is dict
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def _type_name(hint) -> str:
+    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+
+
+def _json_name(value) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "object", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _error(text: str, exc: BaseException | None = None) -> Observation:
+    return Observation(content=f"Error: {text}", is_error=True, error=exc)
+
+
+def _check_call(tools: Mapping[str, Callable], name, args) -> Observation | None:
+    if not isinstance(name, str) or name not in tools:
+        available = ", ".join(tools) or "(none)"
+        return _error(f"unknown tool '{str(name)[:80]}'. Available tools: {available}.")
+    if not isinstance(args, dict):
+        return _error(f"the arguments for {name} must be a JSON object, not {_json_name(args)}.")
+    spec = _spec(tools[name])
+    if not (args.keys() <= spec.names or spec.takes_any):   # set operations: cheap on every step
+        unexpected = [a for a in args if a not in spec.names]
+        return _error(f"{name} got unexpected argument(s) {', '.join(map(repr, unexpected))}. "
+                      f"It takes: {', '.join(spec.params) or 'no arguments'}.")
+    if not spec.required <= args.keys():
+        missing = [p for p in spec.params if p in spec.required and p not in args]
+        return _error(f"{name} is missing required argument(s) {', '.join(map(repr, missing))}.")
+    for arg, value in args.items():
+        hint = spec.hints.get(arg)
+        if hint is not None and not _matches(value, hint):
+            return _error(f"argument '{arg}' of {name} must be {_type_name(hint)}, "
+                          f"got {_json_name(value)} {value!r:.60}.")
+    return None
+
+
+def _as_text(result) -> str:
+    if isinstance(result, str):
+        text = result
+    elif result is None:
+        text = "(the tool returned nothing)"
+    else:
+        text = json.dumps(result, ensure_ascii=False, default=str)
+    if len(text) > MAX_RESULT_CHARS:
+        text = (text[:MAX_RESULT_CHARS]
+                + f"\n[... cut: {len(text) - MAX_RESULT_CHARS} more characters not shown]")
+    return text
+
+
+def dispatch(tools: Mapping[str, Callable], name: str, args: dict) -> Observation:
+    """Run ``tools[name](**args)`` after checking the call; every failure becomes an error observation."""
+    try:
+        problem = _check_call(tools, name, args)
+    except Exception as e:   # e.g. a signature inspect cannot read: the tool never ran
+        return _error(f"the call to {name} could not be checked ({type(e).__name__}: {e}).", e)
+    if problem:
+        return problem
+    try:
+        result = tools[name](**args)
+    except ToolError as e:
+        return _error(f"{name}: {e}", e)
+    except (Exception, SystemExit) as e:   # a tool calling sys.exit() must not end the agent either
+        return _error(f"{name} raised {type(e).__name__}: {e}", e)
+    try:
+        return Observation(content=_as_text(result))
+    except Exception as e:   # e.g. a circular structure that JSON cannot hold
+        return _error(f"{name} returned a {type(result).__name__} that cannot be turned into text "
+                      f"({type(e).__name__}: {e}).", e)

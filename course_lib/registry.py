@@ -1,0 +1,60 @@
+"""Stage 02 — the registry: a name → function map the agent may call.
+
+Adds: ``ToolRegistry``, an explicit allowlist. The model only ever names a tool; the registry is the one
+place that turns a name into a function, so a tool that is not registered cannot run. (Looking names up
+in ``globals()`` would hand the model every function in the program, ``os.system`` included.) It refuses
+duplicate names, names the APIs would reject, the reserved name ``finish``, and things that are not callable.
+
+Leaves out: describing tools (stage 03) and checking arguments (stage 05). Everything that takes "tools"
+accepts any mapping of name → function, so a plain ``dict`` works too.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+
+# The tool-name rule both Anthropic and OpenAI accept: letters, digits, _ and -, at most 64 characters.
+NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+RESERVED = {"finish"}   # the reply protocol's word for "I am done" (stage 04)
+
+
+class ToolRegistry(Mapping):
+    """An allowlist of tools, name → function. Use ``register`` directly or as a decorator."""
+
+    def __init__(self, tools: Mapping[str, Callable] | list[Callable] | None = None):
+        self._tools: dict[str, Callable] = {}
+        items = tools.items() if isinstance(tools, Mapping) else ((None, f) for f in tools or [])
+        for name, func in items:
+            self._add(func, name)   # not register(): a None here is a mistake, not the decorator form
+
+    def register(self, func: Callable | None = None, *, name: str | None = None):
+        """Add ``func`` under ``name`` (default: its ``__name__``); works as ``@reg.register`` too."""
+        if func is None:   # called as @registry.register(name="...")
+            return lambda f: self._add(f, name)
+        return self._add(func, name)
+
+    def _add(self, func: Callable, name: str | None) -> Callable:
+        if not callable(func):
+            raise TypeError(f"a tool must be callable, got {type(func).__name__}: {func!r}")
+        name = name if name is not None else getattr(func, "__name__", "")
+        if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+            raise ValueError(f"{name!r} is not a valid tool name: use letters, digits, _ or -, "
+                             "starting with a letter or _, at most 64 characters")
+        if name in RESERVED:
+            raise ValueError(f"'{name}' is reserved: the model uses it to end the run")
+        if name in self._tools:
+            raise ValueError(f"a tool named '{name}' is already registered; pick another name")
+        self._tools[name] = func
+        return func
+
+    def __getitem__(self, name: str) -> Callable:
+        return self._tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({', '.join(self._tools) or 'empty'})"

@@ -1,0 +1,71 @@
+"""The `course` command: demo prints the steps and the answer; bad arguments get one line, not a traceback."""
+import subprocess
+import sys
+
+import pytest
+
+from course_lib import cli
+
+
+def run_cli(*args, env=None):
+    import os
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run([sys.executable, "-m", "course_lib.cli", *args], capture_output=True, text=True,
+                          encoding="utf-8", env=full_env, timeout=60)
+
+
+def test_demo_prints_the_seed_scenario():
+    result = run_cli("demo")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Goal: How much do seven units cost?" in out
+    assert "scripted" in out                                       # the stand-in is named as such
+    assert '[1] lookup({"topic": "단가"}) -> 개당 $24' in out
+    assert '[2] calculator({"expression": "24*7"}) -> 168' in out
+    assert '[3] lookup({"topic": "discount"}) -> Error:' in out
+    assert "[4] finish" in out and "Answer: Seven units cost $168" in out
+    assert result.stderr == ""
+
+
+@pytest.mark.parametrize("goal, expected", [("3일 2박 국내 출장비 상한은?", "255,000"),
+                                            ("10 나누기 0은?", "division by zero"),
+                                            ("공지 문서 요약해 줘", "did not follow")])
+def test_demo_picks_the_matching_scenario(goal, expected, capsys):
+    assert cli.main(["demo", goal]) == 0
+    assert expected in capsys.readouterr().out
+
+
+def test_demo_with_an_unknown_goal_says_what_the_scripted_model_can_do(capsys):
+    assert cli.main(["demo", "What is the weather in Seoul?"]) == 0
+    out = capsys.readouterr().out
+    assert "scripted demo model, not a real LLM" in out and "stage 08" in out
+
+
+def test_demo_respects_max_steps(capsys):
+    assert cli.main(["demo", "repeat the search", "--max-steps", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "[3] search_docs" in out and "[4]" not in out and "stop reason: max_steps" in out
+
+
+@pytest.mark.parametrize("args", [["bogus"], [], ["demo", "--max-steps", "0"], ["demo", "--max-steps", "x"],
+                                  ["demo", "a", "b"]])
+def test_bad_arguments_get_usage_and_a_one_line_error(args):
+    result = run_cli(*args)
+    assert result.returncode == 2
+    assert "usage: course" in result.stderr and "error:" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_bad_environment_step_cap_is_one_line():
+    result = run_cli("demo", env={"COURSE_MAX_STEPS": "many"})
+    assert result.returncode == 2 and "COURSE_MAX_STEPS" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_doctor_reports_keys_without_values():
+    secret = "sk-ant-doctor-test-value-123"
+    result = run_cli("doctor", env={"ANTHROPIC_API_KEY": secret})
+    assert result.returncode in (0, 1)
+    assert "ANTHROPIC_API_KEY" in result.stdout and "set" in result.stdout
+    assert secret not in result.stdout + result.stderr
+    assert "Python" in result.stdout and "anthropic" in result.stdout
+    assert "Traceback" not in result.stderr

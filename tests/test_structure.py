@@ -1,0 +1,58 @@
+"""The library stays small, in teaching order, and `import course_lib` stays cheap and quiet."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import course_lib
+
+PACKAGE = Path(course_lib.__file__).parent
+# Line budgets (whole file, comments and docstrings included). Raise one only with a reason:
+# tools.py holds five tools with their safety bounds, and agent.py the loop plus transcripts on disk.
+BUDGETS = {"tools.py": 225, "registry.py": 80, "describe.py": 160, "parsing.py": 150,
+           "dispatch.py": 150, "agent.py": 240, "models/base.py": 60, "models/scripted.py": 110,
+           "cli.py": 200, "__init__.py": 45}
+STAGES = {"tools.py": "Stage 01", "registry.py": "Stage 02", "describe.py": "Stage 03",
+          "parsing.py": "Stage 04", "dispatch.py": "Stage 05", "agent.py": "Stage 06",
+          "models/scripted.py": "Stage 07"}
+
+
+def test_every_module_has_a_budget():
+    modules = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")} - {"models/__init__.py"}
+    assert modules == set(BUDGETS), "add new modules to BUDGETS"
+
+
+@pytest.mark.parametrize("name, budget", sorted(BUDGETS.items()))
+def test_module_is_within_its_line_budget(name, budget):
+    lines = len((PACKAGE / name).read_text(encoding="utf-8").splitlines())
+    assert lines <= budget, f"{name} has {lines} lines, over its budget of {budget}"
+
+
+@pytest.mark.parametrize("name, stage", sorted(STAGES.items()))
+def test_module_docstring_names_its_stage_and_what_it_leaves_out(name, stage):
+    doc = ast.get_docstring(ast.parse((PACKAGE / name).read_text(encoding="utf-8")))
+    assert doc.startswith(stage) and "Adds:" in doc and "Leaves out:" in doc
+
+
+def test_import_is_quiet_and_loads_no_sdk_or_plotting():
+    code = ("import sys, course_lib; from course_lib import Agent, ScriptedModel, parse_reply, dispatch;"
+            "bad = [m for m in ('anthropic', 'openai', 'httpx', 'httpx2', 'matplotlib', 'ipywidgets',"
+            " 'IPython', 'numpy') if m in sys.modules]; print(bad)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]" and result.stderr == ""
+
+
+def test_bare_import_loads_no_stage_module():
+    result = subprocess.run([sys.executable, "-c", "import sys, course_lib; print(sorted(m for m in sys.modules "
+                             "if m.startswith('course_lib.')))"], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "[]"
+
+
+def test_lazy_exports_resolve_and_unknown_names_fail():
+    for name in course_lib.__all__:
+        assert getattr(course_lib, name) is not None
+    with pytest.raises(AttributeError):
+        course_lib.no_such_thing
