@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 
-.PHONY: lab test demo doctor bench clean-venv
+.PHONY: lab test demo doctor bench execute clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ lab: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
+
+execute: $(STAMP)
+	$(BIN)/python scripts/execute.py
 
 demo: $(STAMP)
 	$(BIN)/course demo

@@ -1,0 +1,8 @@
+"""Shared pytest set-up. Notebook kernels started by nbval inherit this process's environment, so the
+offline rules are applied here: a fixed hash seed and no API keys (unless COURSE_LIVE=1 asks for live runs)."""
+import os
+
+os.environ["PYTHONHASHSEED"] = "0"
+if os.environ.get("COURSE_LIVE") != "1":
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS"):
+        os.environ.pop(key, None)

@@ -1,0 +1,69 @@
+"""Re-record notebook outputs the way CI checks them: `make execute` (all lessons) or
+`python scripts/execute.py notebooks/03_describing_tools.ipynb`.
+
+Each notebook runs top to bottom in a fresh `python3` kernel of this environment, in its own folder, with
+PYTHONHASHSEED=0 and no API keys or base URLs in the environment (so the recorded outputs are the offline
+ones CI compares against). Volatile metadata is dropped so a re-run changes nothing when nothing changed.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parent.parent
+OFFLINE_UNSET = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL",
+                 "COURSE_MAX_STEPS", "COURSE_LIVE")
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+
+
+def offline_env() -> None:
+    os.environ["PYTHONHASHSEED"] = "0"
+    for key in OFFLINE_UNSET:
+        os.environ.pop(key, None)
+
+
+def tidy(nb) -> None:
+    """Keep only what a reader needs: no timings, no machine-specific versions."""
+    nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+    for cell in nb.cells:
+        cell.metadata.pop("execution", None)
+        cell.metadata.pop("collapsed", None)
+        if cell.cell_type == "code":
+            for output in cell.outputs:
+                output.get("metadata", {}).pop("execution", None)
+
+
+def execute(path: Path) -> bool:
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, kernel_name="python3", timeout=300, record_timing=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    try:
+        client.execute()
+    except CellExecutionError as e:
+        print(f"FAILED  {path.relative_to(ROOT)}\n{e}", file=sys.stderr)
+        return False
+    tidy(nb)
+    nbformat.write(nb, path)
+    print(f"ok      {path.relative_to(ROOT)}  ({time.perf_counter() - start:.1f} s)")
+    return True
+
+
+def main(argv: list[str]) -> int:
+    offline_env()
+    paths = [Path(a).resolve() for a in argv] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    failed = [p for p in paths if not execute(p)]
+    if failed:
+        print(f"{len(failed)} notebook(s) failed: {', '.join(p.name for p in failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

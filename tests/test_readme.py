@@ -1,0 +1,44 @@
+"""The README's stage map matches the notebooks and modules that exist, and shows the two commands."""
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def stage_rows():
+    section = README.split("## Stage map", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if re.match(r"\|\s*\d\d\s*\|", line)]
+
+
+def test_the_two_commands_are_documented():
+    assert "make lab" in README and "make test" in README
+
+
+def test_stage_rows_are_in_order():
+    numbers = [int(re.match(r"\|\s*(\d\d)", row)[1]) for row in stage_rows()]
+    assert numbers == sorted(numbers) and numbers[:9] == list(range(9))
+
+
+def test_every_linked_file_in_the_stage_map_exists():
+    links = [link for row in stage_rows() for link in re.findall(r"\]\(([^)]+)\)", row)]
+    assert links, "the stage map links its notebooks and modules"
+    missing = [link for link in links if not (ROOT / link).exists()]
+    assert not missing, f"the README links files that do not exist: {missing}"
+
+
+def test_every_notebook_and_stage_module_is_in_the_stage_map():
+    table = "\n".join(stage_rows())
+    notebooks = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    modules = ["course_lib/tools.py", "course_lib/registry.py", "course_lib/describe.py",
+               "course_lib/parsing.py", "course_lib/dispatch.py", "course_lib/agent.py",
+               "course_lib/models/scripted.py"]
+    absent = [path for path in notebooks + modules if f"]({path})" not in table]
+    assert not absent, f"missing from the README's stage map: {absent}"
+
+
+def test_notebook_numbers_match_their_rows():
+    for row in stage_rows():
+        number = re.match(r"\|\s*(\d\d)", row)[1]
+        for link in re.findall(r"\]\((notebooks/[^)]+)\)", row):
+            assert Path(link).name.startswith(number + "_"), f"{link} is in row {number}"
