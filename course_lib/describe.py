@@ -118,7 +118,11 @@ def tool_schema(func: Callable) -> dict:
     """JSON Schema for ``func``'s parameters; ``required`` lists the parameters without defaults."""
     name = getattr(func, "__name__", repr(func))
     _summary(name, func)
-    hints = typing.get_type_hints(func)
+    try:
+        hints = typing.get_type_hints(func)
+    except Exception as e:   # a partial, a callable object, or an annotation naming something undefined
+        raise ValueError(f"tool '{name}': cannot read its type hints ({type(e).__name__}: {e}); "
+                         "use a plain function with annotated parameters") from None
     docs = _arg_docs(inspect.getdoc(func) or "")
     properties, required = {}, []
     for p in inspect.signature(func).parameters.values():

@@ -69,8 +69,8 @@ def _matches(value, hint) -> bool:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         return any(_matches(value, a) for a in args)
-    if origin is typing.Literal:
-        return value in args
+    if origin is typing.Literal:   # compare types too: True == 1 in Python, but not here
+        return any(value == a and type(value) is type(a) for a in args)
     if origin is list:
         return type(value) is list and (not args or all(_matches(v, args[0]) for v in value))
     if origin is dict:

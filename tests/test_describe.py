@@ -269,3 +269,11 @@ def test_tool_spec_has_name_description_and_parameters():
         "parameters": tool_schema(calculator),
     }
     json.dumps(spec)   # ready to hand to an API
+
+
+def test_a_partial_is_refused_with_a_clear_value_error():
+    import functools
+
+    from course_lib.tools import read_file
+    with pytest.raises(ValueError, match="type hints"):
+        tool_schema(functools.partial(read_file, max_chars=10))

@@ -368,3 +368,13 @@ def test_a_result_that_cannot_become_text_is_blamed_on_the_result():
 def test_an_unknown_huge_tool_name_is_not_echoed_in_full():
     obs = dispatch({"calculator": len}, "x" * 1_000_000, {})
     assert obs.is_error and len(obs.content) < 300
+
+
+def test_literal_checks_compare_types_too():
+    def pick(n: Literal[1, 2]) -> int:
+        """Pick one or two."""
+        return n
+
+    assert not dispatch({"pick": pick}, "pick", {"n": 1}).is_error
+    assert dispatch({"pick": pick}, "pick", {"n": True}).is_error     # True == 1, but it is not the literal 1
+    assert dispatch({"pick": pick}, "pick", {"n": 1.0}).is_error
