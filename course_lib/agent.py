@@ -67,7 +67,8 @@ class Agent:
         self.max_steps = default_max_steps() if max_steps is None else max_steps
         if type(self.max_steps) is not int or self.max_steps < 1:
             raise ValueError(f"max_steps must be a positive whole number, not {self.max_steps!r}")
-        self.system_prompt = build_system_prompt(tools) if system_prompt is None else system_prompt
+        native = getattr(model, "native_tools", False)   # native tool calling: the API carries the tool list
+        self.system_prompt = build_system_prompt(tools, native) if system_prompt is None else system_prompt
         self.max_format_errors, self.repeat_limit, self.on_step = max_format_errors, repeat_limit, on_step
         self.reset()
 

@@ -60,12 +60,42 @@ def _one_line(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+def live_model(kind: str):
+    """A real model for ``course demo --model``, or a ModelError saying what is missing."""
+    from .models.base import ModelError
+    if kind == "anthropic":
+        from .models.anthropic import AnthropicModel
+        return AnthropicModel()
+    from .models.openai import OpenAIModel
+    if kind == "openai":
+        return OpenAIModel()
+    import urllib.request
+    from .models.catalog import OLLAMA_URL
+    try:   # is a local Ollama server listening? (loopback only, a short timeout)
+        urllib.request.urlopen(OLLAMA_URL.rsplit("/v1", 1)[0] + "/api/tags", timeout=2).close()
+    except OSError:
+        raise ModelError("no Ollama server answers at localhost:11434: install Ollama, run `ollama serve` "
+                         "and `ollama pull qwen3:8b` (or set COURSE_OLLAMA_MODEL to a model you have)") from None
+    return OpenAIModel.ollama()
+
+
 def cmd_demo(args) -> int:
     goal = args.goal or SCENARIOS["price"]["goal"]
-    agent = Agent(default_tools(), demo_model(goal), max_steps=args.max_steps,
+    if args.model == "scripted":
+        model, label = demo_model(goal), "scripted (a fixed list of replies standing in for an LLM; no network, no key)"
+    else:
+        from .models.base import ModelError
+        try:
+            model = live_model(args.model)
+        except ModelError as e:
+            print(f"course demo --model {args.model}: {e}", file=sys.stderr)
+            print("`course demo` (the scripted model) runs with no key and no network.", file=sys.stderr)
+            return 1
+        label = f"{args.model}, live: {model.model}"
+    agent = Agent(default_tools(), model, max_steps=args.max_steps,
                   on_step=lambda step: print(format_step(step), flush=True))
     print(f"Goal: {goal}")
-    print("Model: scripted (a fixed list of replies standing in for an LLM; no network, no key)\n")
+    print(f"Model: {label}\n")
     answer = agent.run(goal)
     print(f"\nAnswer: {answer}")
     print(f"(stop reason: {agent.stop_reason}, steps: {agent.steps})")
@@ -74,7 +104,8 @@ def cmd_demo(args) -> int:
 
 _PACKAGES = ("anthropic", "openai", "jupyterlab", "ipykernel", "nbval", "ipywidgets", "matplotlib",
              "pytest", "hypothesis")
-_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS")
+_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS",
+         "COURSE_ANTHROPIC_MODEL", "COURSE_OPENAI_MODEL", "COURSE_OLLAMA_MODEL")
 
 
 def _notebook_dir() -> Path | None:
@@ -112,9 +143,11 @@ def cmd_doctor(args) -> int:
             print(f"{package:<11} missing (run `make lab` or `pip install -e .[dev]`)")
     print()
     for key in _KEYS:   # whether a variable is set, never its value
-        print(f"{key:<18} {'set' if os.environ.get(key) else 'not set'}")
+        print(f"{key:<22} {'set' if os.environ.get(key) else 'not set'}")
     if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("OPENAI_API_KEY")):
         print("No API key: every notebook still runs, with scripted models and a local stand-in server.")
+    print()
+    problems += _check_model_ids()
     print()
     folder = _notebook_dir()
     if folder is None:
@@ -135,11 +168,29 @@ def cmd_doctor(args) -> int:
     return 1 if problems else 0
 
 
+def _check_model_ids() -> int:
+    """Print the configured model IDs; warn (and count a problem) for one the SDK marks deprecated."""
+    from .models.catalog import ENV_VARS, deprecation, model_id
+    warnings = 0
+    for provider in ("anthropic", "openai", "ollama"):
+        model = model_id(provider)
+        try:
+            note = deprecation(provider, model)
+        except ImportError:
+            note = None
+        warnings += note is not None
+        status = f"WARNING: deprecated ({note}); set {ENV_VARS[provider]} to a current ID" if note else "ok"
+        print(f"{provider + ' model':<22} {model}  {status}")
+    return warnings
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description="Build an LLM Agent from Scratch: course tools.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,doctor}")
     demo = sub.add_parser("demo", help="run the agent with a scripted model and print each step")
     demo.add_argument("goal", nargs="?", help=f"what to ask (default: {SCENARIOS['price']['goal']!r})")
+    demo.add_argument("--model", choices=["scripted", "anthropic", "openai", "ollama"], default="scripted",
+                      help="scripted (default, offline) or a real model: needs its API key or a local Ollama")
     demo.add_argument("--max-steps", type=_positive_int, default=None,
                       help="step cap (default: COURSE_MAX_STEPS or 6)")
     demo.set_defaults(func=cmd_demo)

@@ -69,3 +69,29 @@ def test_doctor_reports_keys_without_values():
     assert secret not in result.stdout + result.stderr
     assert "Python" in result.stdout and "anthropic" in result.stdout
     assert "Traceback" not in result.stderr
+
+
+def test_demo_with_a_real_model_and_no_key_explains_what_is_missing():
+    result = run_cli("demo", "--model", "anthropic", env={"ANTHROPIC_API_KEY": ""})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "ANTHROPIC_API_KEY is not set" in result.stderr and "scripted" in result.stderr
+
+
+def test_demo_goes_live_through_the_sdk_when_a_server_and_key_are_there():
+    """The same command a learner runs with a key, pointed at the local stand-in server instead."""
+    from course_lib.standin import StandInServer
+    script = [{"tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]},
+              {"tool_calls": [{"name": "calculator", "args": {"expression": "24*7"}}]},
+              {"text": "Seven units cost $168."}]
+    with StandInServer(script) as server:
+        result = run_cli("demo", "--model", "openai",
+                         env={"OPENAI_API_KEY": "sk-standin-only", "OPENAI_BASE_URL": server.url + "/v1"})
+    assert result.returncode == 0, result.stderr
+    assert "Model: openai, live" in result.stdout
+    assert '[1] lookup({"topic": "단가"}) -> 개당 $24' in result.stdout and "Answer: Seven units cost $168." in result.stdout
+    assert "sk-standin-only" not in result.stdout + result.stderr
+
+
+def test_doctor_warns_about_a_deprecated_model_id():
+    result = run_cli("doctor", env={"COURSE_ANTHROPIC_MODEL": "claude-sonnet-4-5"})
+    assert "claude-sonnet-4-5  WARNING: deprecated" in result.stdout and result.returncode == 1

@@ -1,0 +1,98 @@
+"""Stage 08 — the OpenAI Chat Completions API (and Ollama's OpenAI-compatible endpoint) with native tool calling.
+
+Adds: pure translation functions — ``tools_to_openai`` (``{"type": "function", "function": {"name",
+"description", "parameters"}}``), ``history_to_openai`` (the neutral history → chat messages: the
+assistant's ``tool_calls`` echoed back with arguments as JSON text, then one ``role: "tool"`` message per
+``tool_call_id``) and ``reply_from_openai`` (response → ``Reply``; arguments that are not valid JSON reach
+the dispatcher as text, which turns them into an error the model can fix) — and ``OpenAIModel``.
+``OpenAIModel.ollama()`` points the same class at a local Ollama server.
+
+Leaves out: the newer Responses API, streaming, structured outputs and images.
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+
+from ..describe import tool_spec
+from .base import Reply, ToolCall
+from .catalog import OLLAMA_URL, model_id
+from .remote import explain_api_error, make_client
+
+
+def tools_to_openai(tools: Mapping[str, Callable]) -> list[dict]:
+    return [{"type": "function", "function": tool_spec(name, func)} for name, func in tools.items()]
+
+
+def history_to_openai(history: list[dict]) -> list[dict]:
+    messages = []
+    for m in history:
+        if m["role"] == "assistant" and m.get("tool_calls"):
+            messages.append({"role": "assistant", "content": m.get("content") or None, "tool_calls": [
+                {"id": c["id"], "type": "function",
+                 "function": {"name": c["name"], "arguments": json.dumps(c["args"], ensure_ascii=False)}}
+                for c in m["tool_calls"]]})
+        elif m["role"] == "tool":
+            messages.append({"role": "tool", "tool_call_id": m["tool_call_id"], "content": m["content"]})
+        else:
+            messages.append({"role": m["role"], "content": m["content"]})
+    return messages
+
+
+def _arguments(raw):
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return raw   # the dispatcher answers "arguments must be a JSON object" and the model can retry
+    return value
+
+
+def reply_from_openai(data: dict) -> Reply:
+    message = (data.get("choices") or [{}])[0].get("message") or {}
+    calls = tuple(ToolCall(name=c["function"]["name"], args=_arguments(c["function"].get("arguments")), id=c["id"])
+                  for c in message.get("tool_calls") or [])
+    usage = data.get("usage") or {}
+    return Reply(text=message.get("content") or "", tool_calls=calls,
+                 usage={"input_tokens": usage.get("prompt_tokens") or 0,
+                        "output_tokens": usage.get("completion_tokens") or 0})
+
+
+class OpenAIModel:
+    """GPT models through Chat Completions. ``OpenAIModel()`` reads OPENAI_API_KEY / OPENAI_BASE_URL."""
+
+    def __init__(self, model: str | None = None, *, client=None, base_url: str | None = None,
+                 api_key: str | None = None, native_tools: bool = True, max_retries: int = 2,
+                 provider: str = "openai"):
+        self.provider = provider   # "openai", or "ollama" for a local Ollama server
+        self.model = model or model_id(provider)
+        self.native_tools = native_tools
+        self.client = client or make_client("openai", base_url=base_url, api_key=api_key,
+                                            max_retries=max_retries)
+
+    @classmethod
+    def ollama(cls, model: str | None = None, *, base_url: str = OLLAMA_URL, api_key: str = "ollama",
+               **kwargs) -> "OpenAIModel":
+        """A local Ollama server through its OpenAI-compatible endpoint (it ignores the key)."""
+        return cls(model, base_url=base_url, api_key=api_key, provider="ollama", **kwargs)
+
+    def request(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> dict:
+        """The keyword arguments for ``client.chat.completions.create``: plain data, handy to print."""
+        request = {"model": self.model, "messages": history_to_openai(messages)}
+        if tools and self.native_tools:
+            request["tools"] = tools_to_openai(tools)
+        return request
+
+    def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> Reply:
+        try:
+            response = self.client.chat.completions.create(**self.request(messages, tools))
+        except Exception as e:
+            explained = explain_api_error(e, self.provider, self.model)
+            if explained is None:
+                raise
+            raise explained from None
+        return reply_from_openai(response.model_dump())
+
+    def __repr__(self) -> str:
+        return f"OpenAIModel(model={self.model!r}, provider={self.provider!r}, native_tools={self.native_tools})"
