@@ -15,7 +15,8 @@ _EXPORTS = {
     "tool_description": "describe", "build_system_prompt": "describe", "tool_schema": "describe",
     "tool_spec": "describe",
     "parse_reply": "parsing", "ParsedReply": "parsing",
-    "dispatch": "dispatch", "Observation": "dispatch",
+    "Observation": "dispatch",   # dispatch() itself: `from course_lib.dispatch import dispatch`
+                                 # (a package attribute named like its submodule would turn into the module)
     "Agent": "agent", "Step": "agent",
     "ScriptedModel": "models", "Reply": "models", "ToolCall": "models", "ModelError": "models",
 }

@@ -228,7 +228,7 @@ class Agent:
                                          delete=False) as tmp:
             tmp.write(text + "\n")
         os.replace(tmp.name, path)
-        log.info("transcript saved to %s", path)
+        log.debug("transcript saved to %s", path)   # debug: the time-stamped name differs every run
         return path
 
     def __repr__(self) -> str:

@@ -13,6 +13,7 @@ Leaves out: nested object schemas (a ``dict`` parameter is just ``"type": "objec
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import types
 import typing
@@ -146,6 +147,11 @@ def tool_schema(func: Callable) -> dict:
         if p.default is inspect.Parameter.empty:
             required.append(p.name)
         else:
+            try:
+                json.dumps(p.default)
+            except (TypeError, ValueError):
+                raise ValueError(f"{where}: the default {p.default!r} cannot be written as JSON; "
+                                 "use None, a number, a string, a bool or a list/dict of those") from None
             prop["default"] = p.default
         properties[p.name] = prop
     return {"type": "object", "properties": properties, "required": required,

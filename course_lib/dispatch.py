@@ -109,7 +109,7 @@ def _check_call(tools: Mapping[str, Callable], name, args) -> Observation | None
         hint = spec.hints.get(arg)
         if hint is not None and not _matches(value, hint):
             return _error(f"argument '{arg}' of {name} must be {_type_name(hint)}, "
-                          f"got {_json_name(value)} {value!r:.60}.")
+                          f"got {_json_name(value)} {json.dumps(value, ensure_ascii=False, default=str):.60}.")
     return None
 
 

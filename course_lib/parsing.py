@@ -126,8 +126,10 @@ def parse_reply(text) -> ParsedReply:
                 data, end = _DECODER.raw_decode(text, start)
                 work_left -= end - start
             except (ValueError, RecursionError) as e:
-                # A decode error says where it stopped; anything else may have scanned the whole text.
-                work_left -= max(1, getattr(e, "pos", len(text) + start) - start)
+                # Charge from the start of the text, not of the object: a JSONDecodeError counts the lines
+                # before its position to report them, so each failure costs that much (and a
+                # RecursionError may have scanned everything).
+                work_left -= max(1, getattr(e, "pos", len(text)))
                 first_problem = first_problem or f"invalid JSON: {getattr(e, 'msg', e)}"
                 continue
             if "tool" not in data:
@@ -139,6 +141,6 @@ def parse_reply(text) -> ParsedReply:
             first_problem = first_problem or result.error
         if first_problem:
             return _fail(first_problem)
-        return _fail('no JSON object found; reply with {"tool": NAME, "args": {...}}')
+        return _fail("no JSON object found")
     except Exception as e:   # belt and braces: the contract is "never raises"
         return _fail(f"could not read the reply ({type(e).__name__})")

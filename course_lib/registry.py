@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator, Mapping
 # The tool-name rule both Anthropic and OpenAI accept: letters, digits, _ and -, at most 64 characters.
 NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 RESERVED = {"finish"}   # the reply protocol's word for "I am done" (stage 04)
+_DECORATOR = object()   # marks "no function given": register(None) is a mistake, not the decorator form
 
 
 class ToolRegistry(Mapping):
@@ -27,15 +28,15 @@ class ToolRegistry(Mapping):
         for name, func in items:
             self._add(func, name)   # not register(): a None here is a mistake, not the decorator form
 
-    def register(self, func: Callable | None = None, *, name: str | None = None):
+    def register(self, func: Callable = _DECORATOR, *, name: str | None = None):
         """Add ``func`` under ``name`` (default: its ``__name__``); works as ``@reg.register`` too."""
-        if func is None:   # called as @registry.register(name="...")
+        if func is _DECORATOR:   # called as @registry.register(name="..."): return the real decorator
             return lambda f: self._add(f, name)
         return self._add(func, name)
 
     def _add(self, func: Callable, name: str | None) -> Callable:
         if not callable(func):
-            raise TypeError(f"a tool must be callable, got {type(func).__name__}: {func!r}")
+            raise TypeError(f"a tool must be callable, got {type(func).__name__}")
         name = name if name is not None else getattr(func, "__name__", "")
         if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise ValueError(f"{name!r} is not a valid tool name: use letters, digits, _ or -, "

@@ -193,7 +193,7 @@ def lookup(topic: str) -> str:
         raise ToolError("topic must be a non-empty text such as \"단가\" or \"unit price\"")
     answer = _fact_index().get(_normalise(topic))
     if answer is None:
-        known = ", ".join(fact["topics"]["en"][0] for fact in _data("facts.json"))
+        known = ", ".join(f'{f["topics"]["en"][0]} ({f["topics"]["ko"][0]})' for f in _data("facts.json"))
         raise ToolError(f"nothing is known about '{topic}'. Known topics: {known}")
     return answer
 

@@ -121,7 +121,7 @@ def test_a_script_that_runs_out_ends_with_model_error(tools):
     agent = Agent(tools, ScriptedModel([act("lookup", topic="단가")]))
     answer = agent.run("x")
     assert agent.stop_reason == "model_error" and agent.steps == 2
-    assert answer.startswith("The model call failed") and "only 1 replies" in answer
+    assert answer.startswith("The model call failed") and "script ran out: it has 1 reply" in answer
 
 
 def test_a_model_exception_in_the_script_ends_cleanly(tools):

@@ -277,3 +277,18 @@ def test_a_partial_is_refused_with_a_clear_value_error():
     from course_lib.tools import read_file
     with pytest.raises(ValueError, match="type hints"):
         tool_schema(functools.partial(read_file, max_chars=10))
+
+
+def test_a_default_that_json_cannot_hold_is_refused_when_the_schema_is_built():
+    from pathlib import Path
+
+    def save(path: str = Path("out")) -> str:
+        """Save something.
+
+        Args:
+            path: where to save.
+        """
+        return path
+
+    with pytest.raises(ValueError, match="cannot be written as JSON"):
+        tool_schema(save)

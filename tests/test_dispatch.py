@@ -200,10 +200,10 @@ REFUSED = [
     # Wrong types, checked against the annotation before the tool runs.
     pytest.param("shout", {"text": 5}, ["'text'", "str", "5"], id="str-given-int"),
     pytest.param("calculator", {"expression": 5}, ["'expression'", "str"], id="real-tool-string-annotations"),
-    pytest.param("add", {"a": True}, ["'a'", "int", "True"], id="bool-is-not-int"),
+    pytest.param("add", {"a": True}, ["'a'", "int", "boolean true"], id="bool-is-not-int"),
     pytest.param("add", {"a": 1.5}, ["'a'", "int", "1.5"], id="float-is-not-int"),
     pytest.param("add", {"a": "1"}, ["'a'", "int"], id="numeric-string-is-not-int"),
-    pytest.param("scale", {"x": True}, ["'x'", "float", "True"], id="bool-is-not-float"),
+    pytest.param("scale", {"x": True}, ["'x'", "float", "boolean true"], id="bool-is-not-float"),
     pytest.param("scale", {"x": "1.5"}, ["'x'", "float"], id="string-is-not-float"),
     pytest.param("toggle", {"flag": 1}, ["'flag'", "bool"], id="int-is-not-bool"),
     pytest.param("toggle", {"flag": "true"}, ["'flag'", "bool"], id="string-is-not-bool"),

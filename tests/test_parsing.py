@@ -242,6 +242,10 @@ HOSTILE_FAILURES = [
     # shared decoding budget this took seconds (every start decoded to the recursion limit).
     pytest.param('{"a": "]", "b": ' * 20_000, id="20k-starts-hidden-nesting"),
     pytest.param('{"a": "}", "b": ' * 20_000, id="20k-starts-hidden-nesting-braces"),
+    # Every '{"' is a start that fails a character later; a JSONDecodeError counts the lines before its
+    # position, so without charging that to the budget this took seconds.
+    pytest.param('{"' * 100_000, id="100k-failing-starts"),
+    pytest.param('{"x' * 100_000, id="100k-failing-starts-with-keys"),
 ]
 
 

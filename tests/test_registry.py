@@ -161,3 +161,16 @@ def test_a_plain_dict_and_a_registry_describe_the_same():
     as_registry = ToolRegistry([calculator, lookup])
     assert tool_description(as_dict) == tool_description(as_registry)
     assert tool_description(as_dict).startswith("- calculator(expression: str): ")
+
+
+def test_register_none_is_refused_not_mistaken_for_the_decorator_form():
+    registry = ToolRegistry()
+    with pytest.raises(TypeError, match="callable"):
+        registry.register(None, name="calc")
+    assert len(registry) == 0
+
+
+def test_the_not_callable_error_shows_no_memory_address():
+    with pytest.raises(TypeError) as info:
+        ToolRegistry().register(object(), name="thing")
+    assert "0x" not in str(info.value) and "object" in str(info.value)

@@ -28,8 +28,9 @@ class ScriptedModel:
         self.calls.append(list(messages))
         turn = len(self.calls) - 1
         if turn >= len(self.replies):
-            raise ModelError(f"the script has only {len(self.replies)} replies and call {turn + 1} asked for "
-                             "another; add replies to the script or lower max_steps")
+            count = f"{len(self.replies)} repl{'y' if len(self.replies) == 1 else 'ies'}"
+            raise ModelError(f"the script ran out: it has {count} and call {turn + 1} asked for another; "
+                             "add replies to the script or lower max_steps")
         reply = self.replies[turn]
         if isinstance(reply, BaseException):
             raise ModelError(str(reply)) from reply
