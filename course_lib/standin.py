@@ -4,7 +4,9 @@ Adds: ``StandInServer``, a stdlib HTTP server on 127.0.0.1 (a random free port) 
 formats: the Anthropic Messages API (``POST /v1/messages``), OpenAI Chat Completions
 (``POST /v1/chat/completions``) and Ollama's own ``POST /api/chat``. It is not a model: it answers with a
 script of turns given in advance, one turn per request, and checks each request the way the real API
-would (a key is sent; every tool call of the previous turn is answered by its id). Point the real SDKs
+would (a key is sent; every tool call of the previous turn is answered by its id). In one way it is
+stricter than Anthropic's API: user and assistant turns must alternate, where the real API may merge
+neighbours, so an adapter that forgets to merge them is caught here. Point the real SDKs
 at it with ``base_url``:
 
     with StandInServer([{"tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]},
@@ -42,7 +44,8 @@ class StandInServer:
     def start(self) -> "StandInServer":
         handler = type("Handler", (_Handler,), {"standin": self})
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # A short poll interval: stop() waits for the serving loop to notice, and notebooks stop it often.
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
     def stop(self) -> None:

@@ -18,7 +18,8 @@ from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
 OFFLINE_UNSET = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL",
-                 "COURSE_MAX_STEPS", "COURSE_LIVE")
+                 "COURSE_MAX_STEPS", "COURSE_LIVE", "COURSE_ANTHROPIC_MODEL", "COURSE_OPENAI_MODEL",
+                 "COURSE_OLLAMA_MODEL")
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 
 
@@ -38,6 +39,20 @@ def tidy(nb) -> None:
         if cell.cell_type == "code":
             for output in cell.outputs:
                 output.get("metadata", {}).pop("execution", None)
+            cell.outputs = merge_streams(cell.outputs)
+
+
+def merge_streams(outputs: list) -> list:
+    """Join neighbouring prints to one stream: where the kernel splits them varies from run to run."""
+    merged = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if (output.get("output_type") == "stream" and previous is not None
+                and previous.get("output_type") == "stream" and previous.get("name") == output.get("name")):
+            previous["text"] += output["text"]
+        else:
+            merged.append(output)
+    return merged
 
 
 def execute(path: Path) -> bool:
