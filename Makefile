@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PYTHONHASHSEED := 0
 
-.PHONY: lab test demo doctor bench execute clean-venv
+.PHONY: lab test demo doctor bench execute exercises clean-venv
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -14,13 +14,16 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
 
 execute: $(STAMP)
 	$(BIN)/python scripts/execute.py
+
+exercises: $(STAMP)
+	$(BIN)/course make-exercises
 
 demo: $(STAMP)
 	$(BIN)/course demo

@@ -3,6 +3,7 @@ offline rules are applied here: a fixed hash seed and no API keys (unless COURSE
 import os
 
 os.environ["PYTHONHASHSEED"] = "0"
+os.environ["COURSE_APPROVAL"] = "deny"   # nobody can click Approve in CI: writes are denied, as the notebooks show
 if os.environ.get("COURSE_LIVE") != "1":
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS",
                 "COURSE_ANTHROPIC_MODEL", "COURSE_OPENAI_MODEL", "COURSE_OLLAMA_MODEL"):

@@ -18,7 +18,8 @@ from .agent import Agent, Step
 from .models.scripted import SCENARIOS, ScriptedModel
 
 # Words that pick a scenario for a goal typed on the command line.
-_KEYWORDS = {"price": ("cost", "price", "unit", "단가", "가격", "얼마"),
+_KEYWORDS = {"save": ("save", "write", "저장"),   # first: "save the price" is about saving
+             "price": ("cost", "price", "unit", "단가", "가격", "얼마"),
              "trip": ("trip", "travel", "출장"),
              "divide": ("divide", "divided", "나누기", "/0", "/ 0"),
              "notice": ("notice", "공지"),
@@ -92,7 +93,9 @@ def cmd_demo(args) -> int:
             print("`course demo` (the scripted model) runs with no key and no network.", file=sys.stderr)
             return 1
         label = f"{args.model}, live: {model.model}"
-    agent = Agent(default_tools(), model, max_steps=args.max_steps,
+    from .approval import ApprovalGate
+    gate = ApprovalGate()   # asks y/n in a terminal; denies when nobody can answer
+    agent = Agent({**default_tools(), "write_file": gate.write_file}, model, max_steps=args.max_steps,
                   on_step=lambda step: print(format_step(step), flush=True))
     print(f"Goal: {goal}")
     print(f"Model: {label}\n")
@@ -184,9 +187,44 @@ def _check_model_ids() -> int:
     return warnings
 
 
+def cmd_check(args) -> int:
+    """Grade exercise notebooks of one stage; exit 0 only when every exercise of every notebook passed."""
+    from .grading import ROOT, grade
+    notebooks = args.notebooks or sorted(str(p) for p in (ROOT / "exercises").glob(f"{args.stage}_*_exercises.ipynb"))
+    if not notebooks:
+        raise ValueError(f"no exercise notebook for stage {args.stage} (give its path)")
+    grades = []
+    for number, notebook in enumerate(notebooks, 1):
+        if not Path(notebook).is_file():
+            raise ValueError(f"{notebook}: no such notebook")
+        if not args.json:   # progress: grading runs a fresh kernel per notebook
+            print(f"[{number}/{len(notebooks)}] {Path(notebook).name} ...", flush=True)
+        result = grade(notebook, args.stage)
+        grades.append(result)
+        if not args.json:
+            for ex in result.exercises:
+                print(f"    {'✓' if ex.passed else '✗'} {ex.exercise}  {ex.detail}")
+    if args.json:
+        print(json.dumps([g.as_dict() for g in grades], ensure_ascii=False, indent=2))
+    else:
+        done = sum(g.passed for g in grades)
+        print(f"{done}/{len(grades)} notebook(s) passed every exercise")
+    return 0 if all(g.passed for g in grades) else 1
+
+
+def cmd_make_exercises(args) -> int:
+    from .grading import make_exercises
+    stale = make_exercises(check_only=args.check)
+    verb = "out of date" if args.check else "written"
+    for path in stale:
+        print(f"{verb}: {path}")
+    print(f"{len(stale)} exercise notebook(s) {verb}")
+    return 1 if (args.check and stale) else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description="Build an LLM Agent from Scratch: course tools.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,doctor}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,doctor,check,make-exercises}")
     demo = sub.add_parser("demo", help="run the agent with a scripted model and print each step")
     demo.add_argument("goal", nargs="?", help=f"what to ask (default: {SCENARIOS['price']['goal']!r})")
     demo.add_argument("--model", choices=["scripted", "anthropic", "openai", "ollama"], default="scripted",
@@ -196,7 +234,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
     doctor = sub.add_parser("doctor", help="check Python, packages, keys (set or not) and notebook kernels")
     doctor.set_defaults(func=cmd_doctor)
+    check = sub.add_parser("check", help="grade exercise notebooks of a stage in a fresh kernel, offline")
+    check.add_argument("stage", type=_stage, help="the stage, 01 to 08")
+    check.add_argument("notebooks", nargs="*", help="notebooks to grade (default: exercises/NN_*_exercises.ipynb)")
+    check.add_argument("--json", action="store_true", help="print the results as JSON, for collecting")
+    check.set_defaults(func=cmd_check)
+    make = sub.add_parser("make-exercises", help="generate exercises/ from solutions/")
+    make.add_argument("--check", action="store_true", help="write nothing; fail if exercises/ is out of date")
+    make.set_defaults(func=cmd_make_exercises)
     return parser
+
+
+def _stage(text: str) -> str:
+    if not (text.isdigit() and 1 <= int(text) <= 99):
+        raise argparse.ArgumentTypeError(f"expected a stage number such as 03, got {text!r}")
+    return f"{int(text):02d}"
 
 
 def _positive_int(text: str) -> int:
@@ -209,7 +261,11 @@ def main(argv: list[str] | None = None) -> int:
     if (sys.stdout.encoding or "").lower().replace("-", "") != "utf8":
         sys.stdout.reconfigure(errors="backslashreplace")   # Korean text must not crash a plain terminal
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and getattr(args, "notebooks", None) is not None and not any(e.startswith("-") for e in extra):
+        args.notebooks += extra   # `course check 03 --json a.ipynb b.ipynb`: argparse stops at the option
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args)
     except ValueError as e:   # e.g. a bad COURSE_MAX_STEPS: one line, no traceback

@@ -74,7 +74,7 @@ class StandInServer:
     def answer(self, api: str, body: dict, headers) -> tuple[int, dict, dict]:
         with self._lock:
             self.requests.append({"api": api, "body": body})
-            for status, problem in ((401, _auth_problem(api, headers)), (400, _check(api, body))):
+            for status, problem in ((401, _auth_problem(api, headers)), (400, _check_safely(api, body))):
                 if problem:
                     self.problems.append(problem)
                     return _error(api, status, problem)
@@ -111,6 +111,13 @@ def _check(api: str, body: dict) -> str | None:
     return _check_openai(body["messages"]) if api == "openai" else None
 
 
+def _check_safely(api: str, body: dict) -> str | None:
+    try:
+        return _check(api, body)
+    except (AttributeError, KeyError, TypeError) as e:   # a message or block that is not the right shape
+        return f"malformed request ({type(e).__name__}): every message and content block must be an object"
+
+
 def _check_anthropic(messages: list[dict]) -> str | None:
     asked: set[str] = set()   # tool_use ids of the previous assistant turn
     for i, m in enumerate(messages):
@@ -140,6 +147,8 @@ def _check_openai(messages: list[dict]) -> str | None:
             return f"messages[{i}]: tool calls {waiting} were not answered by role 'tool' messages"
         if m.get("role") == "assistant":
             waiting = [c["id"] for c in m.get("tool_calls") or []]
+    if waiting:
+        return f"the last tool calls {waiting} were not answered by role 'tool' messages"
     return None
 
 

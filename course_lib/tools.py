@@ -193,16 +193,22 @@ def lookup(topic: str) -> str:
         raise ToolError("topic must be a non-empty text such as \"단가\" or \"unit price\"")
     answer = _fact_index().get(_normalise(topic))
     if answer is None:
-        known = ", ".join(f'{f["topics"]["en"][0]} ({f["topics"]["ko"][0]})' for f in _data("facts.json"))
+        known = ", ".join(_listed(f) for f in _data("facts.json"))
         raise ToolError(f"nothing is known about '{topic}'. Known topics: {known}")
     return answer
 
 
 @cache
 def _fact_index() -> dict[str, str]:
-    """Every topic name, normalised, → the answer in that name's language (a Korean question gets Korean)."""
-    return {_normalise(name): fact["answer"][lang] for fact in _data("facts.json")
-            for lang in ("ko", "en") for name in fact["topics"][lang]}
+    """Topic name → answer in that name's language; the listed form "unit price (단가)" works too."""
+    index = {_normalise(_listed(fact)): fact["answer"]["en"] for fact in _data("facts.json")}
+    index.update({_normalise(name): fact["answer"][lang] for fact in _data("facts.json")
+                  for lang in ("ko", "en") for name in fact["topics"][lang]})
+    return index
+
+
+def _listed(fact: dict) -> str:
+    return f'{fact["topics"]["en"][0]} ({fact["topics"]["ko"][0]})'
 
 
 def search_docs(query: str) -> str:

@@ -25,13 +25,16 @@ KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "langua
 
 def offline_env() -> None:
     os.environ["PYTHONHASHSEED"] = "0"
+    os.environ["COURSE_APPROVAL"] = "deny"   # recorded outputs show the non-interactive path, as CI runs it
     for key in OFFLINE_UNSET:
         os.environ.pop(key, None)
 
 
 def tidy(nb) -> None:
-    """Keep only what a reader needs: no timings, no machine-specific versions."""
+    """Keep only what a reader needs: no timings, no machine-specific versions, no widget state (its
+    model ids are random on every run; running the cell shows the widget again)."""
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
+    nb.metadata.pop("widgets", None)
     nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
@@ -73,7 +76,8 @@ def execute(path: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     offline_env()
-    paths = [Path(a).resolve() for a in argv] or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    paths = [Path(a).resolve() for a in argv] or (sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+                                                   + sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")))
     failed = [p for p in paths if not execute(p)]
     if failed:
         print(f"{len(failed)} notebook(s) failed: {', '.join(p.name for p in failed)}", file=sys.stderr)

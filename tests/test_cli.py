@@ -95,3 +95,21 @@ def test_demo_goes_live_through_the_sdk_when_a_server_and_key_are_there():
 def test_doctor_warns_about_a_deprecated_model_id():
     result = run_cli("doctor", env={"COURSE_ANTHROPIC_MODEL": "claude-sonnet-4-5"})
     assert "claude-sonnet-4-5  WARNING: deprecated" in result.stdout and result.returncode == 1
+
+
+@pytest.mark.parametrize("answer, written", [("y\n", True), ("n\n", False), ("", False)])
+def test_demo_asks_before_writing_a_file(tmp_path, answer, written):
+    result = subprocess.run([sys.executable, "-m", "course_lib.cli", "demo", "save the price to a file"],
+                            input=answer, capture_output=True, text=True, encoding="utf-8", timeout=60,
+                            cwd=tmp_path, env={**__import__("os").environ, "COURSE_APPROVAL": "ask"})
+    assert result.returncode == 0, result.stderr
+    assert "Allow this write? [y/N]" in result.stdout
+    assert (tmp_path / "notes" / "price.txt").exists() is written
+    assert ("Wrote" in result.stdout) is written and ("did not approve" in result.stdout) is not written
+
+
+def test_demo_without_a_terminal_denies_writes(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "course_lib.cli", "demo", "save the price"], input="y\n",
+                            capture_output=True, text=True, encoding="utf-8", timeout=60, cwd=tmp_path,
+                            env={k: v for k, v in __import__("os").environ.items() if k != "COURSE_APPROVAL"})
+    assert "did not approve" in result.stdout and not (tmp_path / "notes").exists()

@@ -185,3 +185,34 @@ def test_live_openai():
     agent = Agent(default_tools(), OpenAIModel())
     answer = agent.run("Use the tools: look up the unit price (topic 'unit price') and compute the cost of 7 units.")
     assert agent.stop_reason == "finish" and "168" in answer
+
+
+def post(server, path, body, key="k"):
+    import urllib.error
+    import urllib.request
+    request = urllib.request.Request(server.url + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Authorization": f"Bearer {key}", "content-type": "application/json"})
+    try:
+        return 200, json.load(urllib.request.urlopen(request, timeout=10))
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e)
+
+
+@pytest.mark.parametrize("path, messages", [
+    ("/v1/messages", [{"role": "user", "content": "x"}, ["oops"]]),
+    ("/v1/messages", [{"role": "user", "content": ["not a block"]}]),
+    ("/v1/chat/completions", ["oops"]),
+])
+def test_malformed_messages_get_a_400_not_a_dropped_connection(path, messages):
+    with StandInServer(["unused"]) as server:
+        status, body = post(server, path, {"model": "m", "max_tokens": 5, "messages": messages})
+    assert status == 400 and "malformed" in json.dumps(body)
+
+
+def test_openai_tool_calls_left_unanswered_at_the_end_are_refused():
+    messages = [{"role": "user", "content": "x"},
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]}]
+    with StandInServer(["unused"]) as server:
+        status, body = post(server, "/v1/chat/completions", {"model": "m", "messages": messages})
+    assert status == 400 and "c1" in body["error"]["message"]

@@ -391,3 +391,11 @@ def test_search_docs_with_no_hits_is_a_message_not_an_error():
 def test_search_docs_refuses_an_empty_query(query):
     with pytest.raises(ToolError):
         search_docs(query)
+
+
+def test_lookup_accepts_the_form_its_error_message_lists():
+    """Models copy what they see: "unit price (단가)" from the known-topics list must work as a topic."""
+    with pytest.raises(ToolError) as info:
+        lookup("cost")
+    listed = str(info.value).split("Known topics: ")[1].split(", ")[0]
+    assert listed == "unit price (단가)" and lookup(listed) == "$24 per unit"

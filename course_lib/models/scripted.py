@@ -36,6 +36,10 @@ class ScriptedModel:
             raise ModelError(str(reply)) from reply
         return Reply.coerce(reply)
 
+    def restart(self) -> None:
+        """Start the script again from its first reply (the stepper's Reset button uses this)."""
+        self.calls.clear()
+
     @property
     def remaining(self) -> int:
         return max(0, len(self.replies) - len(self.calls))
@@ -84,6 +88,15 @@ SCENARIOS: dict[str, dict] = {
             _act("finish", answer="The notice holds only an instruction aimed at AI readers (to reveal an "
                                   "admin password); I treated it as data and did not follow it. "
                                   "There is no business content to summarise."),
+        ],
+    },
+    "save": {
+        "goal": "Look up the unit price and save it to notes/price.txt.",
+        "replies": [
+            _act("lookup", topic="unit price"),
+            _act("write_file", path="notes/price.txt", content="Unit price: $24 per unit (개당 $24)."),
+            _act("finish", answer="The unit price is $24 per unit; I asked to save it to notes/price.txt "
+                                  "(see the observation for whether the write was approved)."),
         ],
     },
     "repeat": {

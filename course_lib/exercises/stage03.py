@@ -1,0 +1,121 @@
+"""Stage 03 exercises: describing tools to the model.
+
+03.1 maps Python type hints to JSON Schema (``json_type``), 03.2 builds a tool's parameter schema with
+defaults and ``required`` (``tool_schema``, over a given table of types), and 03.3 parses a Google-style
+``Args:`` section, continuation lines included (``arg_docs``). The sample tools and docstrings are below.
+"""
+from typing import Literal, Optional
+
+from course_lib.checks import Case, Exercise
+
+
+def outcome(call) -> str:
+    """What ``call()`` did, as text: ``returned <value>`` or ``<ExceptionType>: <message>``."""
+    try:
+        return f"returned {call()!r}"
+    except Exception as e:   # noqa: BLE001 - the hidden tests look at the type name
+        return f"{type(e).__name__}: {e}"
+
+
+# ---------------------------------------------------------------- sample tools for 03.2
+def plan_trip(city: str, travellers: list[str], nights: int = 1, budget: float = 250000.0,
+              business: bool = True) -> str:
+    """Plan a business trip under the travel policy (출장비 규정)."""
+    return city
+
+
+def shout(text: str) -> str:
+    """Return the text in capitals."""
+    return text.upper()
+
+
+def stringly(city: "str", nights: "int" = 2) -> "str":   # noqa: UP037 - annotations stored as text
+    """Book a hotel (its annotations are strings, as under `from __future__ import annotations`)."""
+    return city
+
+
+def untyped(city, nights: int = 1) -> str:
+    """Estimate a hotel bill."""
+    return city
+
+
+def flexible(*names: str) -> str:
+    """Greet everyone."""
+    return ", ".join(names)
+
+
+def binary(data: bytes) -> str:
+    """Count bytes."""
+    return str(len(data))
+
+
+# ---------------------------------------------------------------- sample docstrings for 03.3
+SIMPLE = "Read a text file.\n\nArgs:\n    path: a path inside the workspace.\n    max_chars: the most characters.\n"
+WRAPPED = ("Convert won (원) into another currency.\n\nArgs:\n    amount: how many won to convert,\n"
+           "        for example 150000.\n    currency: the currency to convert into.\n")
+TYPED = 'Plan a trip.\n\nArgs:\n    city (str): the destination, for example "부산".\n    nights (int): how long.\n'
+RETURNS = "Count words.\n\nArgs:\n    text: the text to count.\n\nReturns:\n    the count: a number, as text.\n"
+COLON = ("Convert.\n\nArgs:\n    amount: how many won,\n        note: a whole number.\n"
+         "    currency: the target.\n")
+KOREAN = "단가를 찾는다.\n\nArgs:\n    topic: 찾을 주제, 예: 단가.\n"
+
+ENUM_HINT = "Literal[...] becomes {'enum': [its values]}: typing.get_args gives them"
+UNION_HINT = "for Optional[X] and X | None, describe X: typing.Union and types.UnionType are both origins"
+REFUSE_HINT = "anything not in the table must raise ValueError, not return {}"
+HINTS_HINT = "read the hints with typing.get_type_hints(func), which turns 'str' back into str"
+CONT_HINT = "a line indented deeper than the parameter lines continues the description before it"
+
+EXERCISES = {
+    "03.1": Exercise("json_type: Python type hints to JSON Schema", [
+        Case("str", lambda f: f(str), expected={"type": "string"}),
+        Case("bool (not integer!)", lambda f: f(bool), expected={"type": "boolean"},
+             hint="look the exact class up in a dict; isinstance-style checks mistake bool for int"),
+        Case("list[str]", lambda f: f(list[str]), expected={"type": "array", "items": {"type": "string"}},
+             hint="typing.get_origin gives list, typing.get_args gives (str,)"),
+        Case("Optional[int]", lambda f: f(Optional[int]), expected={"type": "integer"}, hint=UNION_HINT),
+        Case("float | None", lambda f: f(float | None), expected={"type": "number"}, hint=UNION_HINT),
+        Case("Literal['train', 'car']", lambda f: f(Literal["train", "car"]),
+             expected={"enum": ["train", "car"]}, hint=ENUM_HINT),
+        Case("str | int", lambda f: f(str | int),
+             expected={"anyOf": [{"type": "string"}, {"type": "integer"}]},
+             hint="a union of several non-None types becomes {'anyOf': [...]}"),
+        Case("set[str] is refused", lambda f: f(set[str]), raises=ValueError, hint=REFUSE_HINT),
+        Case("bytes is refused", lambda f: f(bytes), raises=ValueError, hint=REFUSE_HINT),
+    ]),
+    "03.2": Exercise("tool_schema: types, defaults and required", [
+        Case("required: no default", lambda f: f(plan_trip)["required"], expected=["city", "travellers"],
+             hint="a parameter is required when p.default is inspect.Parameter.empty"),
+        Case("list[str] parameter", lambda f: f(plan_trip)["properties"]["travellers"],
+             expected={"type": "array", "items": {"type": "string"}}),
+        Case("a default is recorded", lambda f: f(plan_trip)["properties"]["nights"],
+             expected={"type": "integer", "default": 1}),
+        Case("the whole schema of shout", lambda f: f(shout),
+             expected={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+                       "additionalProperties": False}),
+        Case("annotations stored as text", lambda f: f(stringly)["properties"],
+             expected={"city": {"type": "string"}, "nights": {"type": "integer", "default": 2}}, hint=HINTS_HINT),
+        Case("no type hint on 'city'", lambda f: f(untyped), raises=ValueError,
+             hint="raise ValueError naming the parameter that has no hint"),
+        Case("*names cannot be described", lambda f: f(flexible), raises=ValueError,
+             hint="refuse p.kind VAR_POSITIONAL and VAR_KEYWORD"),
+        Case("bytes is not in the table", lambda f: f(binary), raises=ValueError,
+             hint="a hint missing from TYPE_SCHEMAS must raise ValueError"),
+    ]),
+    "03.3": Exercise("arg_docs: the Args: section, continuation lines included", [
+        Case("two parameters", lambda f: f(SIMPLE),
+             expected={"path": "a path inside the workspace.", "max_chars": "the most characters."}),
+        Case("a continuation line", lambda f: f(WRAPPED)["amount"],
+             expected="how many won to convert, for example 150000.", hint=CONT_HINT),
+        Case("a type in brackets", lambda f: f(TYPED),
+             expected={"city": 'the destination, for example "부산".', "nights": "how long."},
+             hint="`city (str): ...` describes `city`: skip the part in brackets"),
+        Case("stops at Returns:", lambda f: f(RETURNS), expected={"text": "the text to count."},
+             hint="a non-blank line indented no deeper than Args: ends the section"),
+        Case("no Args: section", lambda f: f("Return the time."), expected={}),
+        Case("no docstring (None)", lambda f: f(None), expected={}, hint="treat None like an empty docstring"),
+        Case("continuation with a colon", lambda f: f(COLON),
+             expected={"amount": "how many won, note: a whole number.", "currency": "the target."},
+             hint=CONT_HINT),
+        Case("Korean text is kept", lambda f: f(KOREAN), expected={"topic": "찾을 주제, 예: 단가."}),
+    ]),
+}

@@ -1,0 +1,98 @@
+"""Stage 04 exercises: check an action's shape, find the JSON action in messy text, parse past <think> notes."""
+from __future__ import annotations
+
+import json
+
+from course_lib.checks import Case, Exercise
+
+PRICE = '{"tool": "lookup", "args": {"topic": "단가"}}'
+TIMES = '{"tool": "calculator", "args": {"expression": "24*7"}}'
+DRAFT = '{"tool": "calculator", "args": {"expression": "20*7"}}'
+PRICE_D = {"tool": "lookup", "args": {"topic": "단가"}}
+TIMES_D = {"tool": "calculator", "args": {"expression": "24*7"}}
+SAYS_PRICE, SAYS_TIMES = 'lookup {"topic": "단가"}', 'calculator {"expression": "24*7"}'
+
+
+def _message(*words):
+    """A test: a non-empty message (str) that contains each of `words`."""
+    return lambda got: isinstance(got, str) and bool(got.strip()) and all(w in got for w in words)
+
+
+def _said(result):
+    """A ParsedReply in a few words: 'lookup {"topic": "단가"}' or 'error: ...'; anything else as it is."""
+    ok = getattr(result, "ok", None)
+    if ok is True:
+        return f"{result.tool} {json.dumps(result.args, ensure_ascii=False)}"
+    if ok is False and isinstance(getattr(result, "error", None), str) and result.error.strip():
+        return f"error: {result.error}"
+    return result
+
+
+_ERROR = _message("error: ")
+NEEDS_TOOL = 'say that "tool" must be a non-empty string'
+NEEDS_ARGS = 'say that "args" must be a JSON object (a dict)'
+
+EXERCISES = {
+    "04.1": Exercise("Check the shape of an action", [
+        Case("a good action", lambda f: f(PRICE_D), expected=None),
+        Case("args missing: fine", lambda f: f({"tool": "list_files"}), expected=None,
+             hint="a tool without arguments may leave out args"),
+        Case("args null: fine", lambda f: f({"tool": "list_files", "args": None}), expected=None,
+             hint="treat args: null like missing args"),
+        Case("no tool", lambda f: f({"args": {"topic": "단가"}}), test=_message("tool"),
+             shows='a message naming "tool"', hint=NEEDS_TOOL),
+        Case("tool is blank", lambda f: f({"tool": "   ", "args": {}}), test=_message("tool"),
+             shows='a message naming "tool"', hint="a tool name of only spaces is as bad as none"),
+        Case("tool is a number", lambda f: f({"tool": 42}), test=_message("tool"),
+             shows='a message naming "tool"', hint=NEEDS_TOOL),
+        Case("args is a string", lambda f: f({"tool": "calculator", "args": "24*7"}), test=_message("args"),
+             shows='a message naming "args"', hint=NEEDS_ARGS),
+        Case("args is a list", lambda f: f({"tool": "calculator", "args": ["24*7"]}), test=_message("args"),
+             shows='a message naming "args"', hint=NEEDS_ARGS),
+        Case("not a dict: None", lambda f: f(None), test=_message(), shows="a message",
+             hint="check isinstance(data, dict) first, and return a message instead of raising"),
+        Case("not a dict: a list", lambda f: f(["lookup", {"topic": "단가"}]), test=_message(), shows="a message",
+             hint="a JSON array is not an action"),
+    ]),
+    "04.2": Exercise("Find the JSON action in messy text", [
+        Case("plain JSON", lambda f: f(PRICE), expected=PRICE_D),
+        Case("```json fence", lambda f: f(f"```json\n{TIMES}\n```"), expected=TIMES_D,
+             hint="start decoding at a '{', not at the start of the text"),
+        Case("chatty prose around it", lambda f: f(f"Sure! First the price.\n{PRICE}\nThen I multiply."),
+             expected=PRICE_D, hint="raw_decode stops after one value: the prose behind it is never read"),
+        Case("braces in prose first", lambda f: f("The set {1, 2} has two items.\n" + TIMES), expected=TIMES_D,
+             hint="when decoding fails at one '{', move on to the next '{'"),
+        Case("two objects: first wins", lambda f: f(f"{PRICE}\n{TIMES}"), expected=PRICE_D),
+        Case("args before tool", lambda f: f('{"args": {"expression": "24*7"}, "tool": "calculator"}'),
+             expected=TIMES_D, hint="the outer object has the tool key; the inner one does not"),
+        Case("wrong key names", lambda f: f('{"name": "calculator", "arguments": {"expression": "1"}}'),
+             expected=None, hint='only an object with a "tool" key is an action'),
+        Case("broken JSON", lambda f: f(TIMES[:-1]), expected=None,
+             hint='the inner {"expression": ...} decodes, but it has no "tool" key'),
+        Case("not text: None", lambda f: f(None), expected=None, hint="anything that is not a str: return None"),
+        Case("too deep to decode", lambda f: f('{"tool": "finish", "args": {"answer": ' + "[" * 100_000),
+             expected=None, hint="the decoder can raise RecursionError, which is not a ValueError: catch it too"),
+        Case("1 MB of prose, then JSON", lambda f: f("All work and no play. " * 48_000 + PRICE), expected=PRICE_D),
+    ]),
+    "04.3": Exercise("Parse a reply that thinks out loud", [
+        Case("draft in <think> skipped", lambda f: _said(f(f"<think>Maybe {DRAFT}? No.</think>\n{PRICE}")),
+             expected=SAYS_PRICE, hint="remove closed <think>...</think> blocks before looking for the action"),
+        Case("unclosed <think>", lambda f: _said(f(f"<think>I need the price first. {PRICE}")),
+             expected=SAYS_PRICE, hint="a <think> that is never closed hides nothing"),
+        Case("only a draft", lambda f: _said(f(f"<think>{DRAFT}</think>\nLet me think more.")), test=_ERROR,
+             shows="ok=False with an error", hint="the draft is not the answer: report that no action was found"),
+        Case("two <think> blocks", lambda f: _said(f(f"<think>a</think>\n{TIMES}\n<think>{DRAFT}</think>")),
+             expected=SAYS_TIMES, hint="each block ends at its OWN </think> (a greedy match eats the action)"),
+        Case("<think> over many lines", lambda f: _said(f(f"<think>\nfirst {DRAFT}\nno wait\n</think>\n{PRICE}")),
+             expected=SAYS_PRICE, hint="a block can span lines (regex: re.DOTALL)"),
+        Case("missing args", lambda f: _said(f('{"tool": "list_files"}')), expected="list_files {}",
+             hint="missing args become {}"),
+        Case("args not an object", lambda f: _said(f('{"tool": "calculator", "args": "24*7"}')),
+             test=_message("error: ", "args"), shows="an error naming args", hint="use your validate_action"),
+        Case("no JSON at all", lambda f: _said(f("Seven units cost $168.")), test=_ERROR,
+             shows="ok=False with an error"),
+        Case("not text: 42", lambda f: _said(f(42)), test=_ERROR, shows="ok=False with an error",
+             hint="check the type first; never raise"),
+        Case("empty reply", lambda f: _said(f("  \n ")), test=_ERROR, shows="ok=False with an error"),
+    ]),
+}

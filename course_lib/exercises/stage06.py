@@ -1,0 +1,196 @@
+"""Stage 06 exercises: the loop itself, a stop on repeated calls, the step cap from the environment, transcripts."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from course_lib import default_tools
+from course_lib.agent import Agent
+from course_lib.checks import Case, Exercise
+from course_lib.models import SCENARIOS, ScriptedModel
+
+VAR = "COURSE_MAX_STEPS"
+PRICE, REPEAT, DIVIDE = SCENARIOS["price"], SCENARIOS["repeat"], SCENARIOS["divide"]
+PRICE_ANSWER = json.loads(PRICE["replies"][-1])["args"]["answer"]
+
+
+def _act(tool, **args) -> str:
+    return json.dumps({"tool": tool, "args": args}, ensure_ascii=False)
+
+
+MESSY = ["Sure! I will multiply 24 by 7.", '{"tool": "calculator", "args": {"expression": "24*7"',
+         _act("calculator", expression="24*7"), _act("finish", answer="24 × 7 = 168")]
+A, B = _act("search_docs", query="규정"), _act("lookup", topic="단가")
+A_AGAIN = [f"```json\n{A}\n```", f"Let me search once more.\n{A}",
+           '{"args": {"query": "규정"}, "tool": "search_docs"}']
+H = [{"role": "system", "content": "You are a careful assistant."}, {"role": "user", "content": PRICE["goal"]},
+     {"role": "assistant", "content": B}, {"role": "user", "content": "Observation: 개당 $24"}]
+
+
+def _run(f, replies, max_steps=6, goal="What is 24 times 7?"):
+    """Run the learner's loop on a fresh scripted model (replies, or a scenario dict): (answer, history, model)."""
+    if isinstance(replies, dict):
+        replies, goal = replies["replies"], replies["goal"]
+    model = ScriptedModel(replies)
+    answer, history = f(model, default_tools(), goal, max_steps=max_steps)
+    return answer, history, model
+
+
+def _history(*replies) -> list[dict]:
+    """An agent history: system prompt, goal, then each assistant reply followed by an observation."""
+    messages = [{"role": "system", "content": "(the system prompt)"}, {"role": "user", "content": "(the goal)"}]
+    for reply in replies:
+        messages += [{"role": "assistant", "content": reply}, {"role": "user", "content": "Observation: ..."}]
+    return messages
+
+
+def _agent_history(scenario, max_steps) -> list[dict]:
+    agent = Agent(default_tools(), ScriptedModel(scenario["replies"]), max_steps=max_steps)
+    agent.run(scenario["goal"])
+    return agent.history
+
+
+def _with_env(value, call):
+    """call() with COURSE_MAX_STEPS set to `value` (None: unset); the old value is put back afterwards."""
+    old = os.environ.pop(VAR, None)
+    try:
+        if value is not None:
+            os.environ[VAR] = value
+        return call()
+    finally:
+        os.environ.pop(VAR, None)
+        if old is not None:
+            os.environ[VAR] = old
+
+
+def _error_text(f, value):
+    """The message of the ValueError that f() raises with COURSE_MAX_STEPS=value ("" when it raises none)."""
+    def call():
+        try:
+            return f() and ""
+        except ValueError as e:
+            return str(e)
+    return _with_env(value, call)
+
+
+def _in_temp(call):
+    """call() inside a fresh temporary folder (the current folder meanwhile); the old folder is restored."""
+    old = os.getcwd()
+    with tempfile.TemporaryDirectory() as folder:
+        os.chdir(folder)
+        try:
+            return call()
+        finally:
+            os.chdir(old)
+
+
+def _saved_text(f, old=None):
+    def go():
+        if old is not None:
+            Path("run.json").write_text(old, encoding="utf-8")
+        f(H, "run.json")
+        return Path("run.json").read_text(encoding="utf-8")
+    return _in_temp(go)
+
+
+def _replaced_in_same_folder(f):
+    """Did save_transcript move a file from the target's own folder onto it with os.replace?"""
+    calls, real = [], os.replace
+
+    def spy(src, dst, *args, **kwargs):
+        calls.append(Path(src).resolve().parent == Path(dst).resolve().parent)
+        return real(src, dst, *args, **kwargs)
+    os.replace = spy
+    try:
+        _in_temp(lambda: f(H, "runs/run.json"))
+    finally:
+        os.replace = real
+    return bool(calls) and all(calls)
+
+
+def _failed_save(f):
+    def go():
+        Path("run.json").write_text("old", encoding="utf-8")
+        try:
+            f([{"role": "user", "content": object()}], "run.json")
+        except TypeError:
+            pass
+        return Path("run.json").read_text(encoding="utf-8"), sorted(os.listdir("."))
+    return _in_temp(go)
+
+
+def _starts(prefix):
+    return lambda got: isinstance(got, str) and got.startswith(prefix)
+
+
+EXERCISES = {
+    "06.1": Exercise("The agent loop", [
+        Case("price: the answer", lambda f: _run(f, PRICE)[0], expected=PRICE_ANSWER),
+        Case("price: 9 messages", lambda f: len(_run(f, PRICE)[1]), expected=9,
+             hint="per step: ask, append the reply, parse, then finish / dispatch / correct"),
+        Case("an observation", lambda f: _run(f, PRICE)[1][3], expected=H[3],
+             hint='append {"role": "user", "content": "Observation: " + obs.content}'),
+        Case("the model sees everything", lambda f: [len(c) for c in _run(f, PRICE)[2].calls],
+             expected=[2, 4, 6, 8], hint="pass the whole history to model.complete on every step"),
+        Case("a tool error is observed", lambda f: _run(f, DIVIDE)[1][3]["content"],
+             test=_starts("Observation: Error:"), shows='"Observation: Error: …"',
+             hint="dispatch never raises: append what it returns"),
+        Case("bad replies: it recovers", lambda f: _run(f, MESSY)[0], expected="24 × 7 = 168"),
+        Case("bad reply: a correction", lambda f: _run(f, MESSY)[1][3]["content"],
+             test=_starts("Your reply could not be used: "), shows='"Your reply could not be used: …"'),
+        Case("step cap 3: stops", lambda f: (lambda r: (r[0], len(r[2].calls)))(_run(f, REPEAT, max_steps=3)),
+             test=lambda got: _starts("Stopped")(got[0]) and got[1] == 3, shows='("Stopped …", 3 calls)'),
+        Case("script runs out", lambda f: _run(f, [B], max_steps=5)[0], test=_starts("The model call failed: "),
+             shows='"The model call failed: …"', hint="catch ModelError around the model call"),
+        Case("max_steps=0", lambda f: _run(f, PRICE, max_steps=0), raises=ValueError),
+        Case('max_steps="3"', lambda f: _run(f, PRICE, max_steps="3"), raises=ValueError),
+    ]),
+    "06.2": Exercise("Stop when the model repeats itself", [
+        Case("three same calls", lambda f: f(_history(A, A, A), 3), expected=True),
+        Case("only two so far", lambda f: f(_history(A, A), 3), expected=False),
+        Case("same call, other wording", lambda f: f(_history(*A_AGAIN), 3), expected=True,
+             hint="compare what parse_reply finds (tool, args), not the text"),
+        Case("args differ", lambda f: f(_history(A, A, _act("search_docs", query="출장")), 3), expected=False),
+        Case("the latest one differs", lambda f: f(_history(A, A, A, B), 3), expected=False,
+             hint="only the last `limit` assistant replies count"),
+        Case("an older one differs", lambda f: f(_history(B, A, A, A), 3), expected=True),
+        Case("a bad reply breaks it", lambda f: f(_history(A, "Hmm, let me think.", A, A), 3), expected=False,
+             hint="a reply that is not a usable action is not the same call"),
+        Case("a real Agent run: repeat", lambda f: f(_agent_history(REPEAT, 4), 3), expected=True),
+        Case("a real Agent run: price", lambda f: f(_agent_history(PRICE, 6), 3), expected=False),
+        Case("history is None", lambda f: f(None, 3), expected=False),
+        Case("junk messages", lambda f: f([None, 42, "text", {"role": "assistant"}], 2), expected=False,
+             hint="skip anything that is not a dict with a str content"),
+        Case("limit 1", lambda f: f(_history(A), 1), raises=ValueError),
+        Case('limit "3"', lambda f: f(_history(A, A, A), "3"), raises=ValueError),
+    ]),
+    "06.3": Exercise("The step cap from the environment", [
+        Case("unset: the default", lambda f: _with_env(None, f), expected=6),
+        Case('"12"', lambda f: _with_env("12", f), expected=12, hint="os.environ values are text: convert"),
+        Case('" 8\\n" (spaces around)', lambda f: _with_env(" 8\n", f), expected=8),
+        Case('"" (blank): the default', lambda f: _with_env("", f), expected=6),
+        Case('"0"', lambda f: _with_env("0", f), raises=ValueError, hint="a cap must be at least 1"),
+        Case('"ten"', lambda f: _with_env("ten", f), raises=ValueError),
+        Case('"2.5"', lambda f: _with_env("2.5", f), raises=ValueError),
+        Case("the message says what", lambda f: _error_text(f, "ten"), test=lambda got: VAR in got and "ten" in got,
+             shows="names COURSE_MAX_STEPS and 'ten'", hint="name the variable and the bad value"),
+    ]),
+    "06.4": Exercise("Save a transcript, atomically", [
+        Case("returns the Path", lambda f: _in_temp(lambda: f(H, "run.json")), expected=Path("run.json")),
+        Case("reads back as the history", _saved_text, test=lambda got: json.loads(got) == H, shows="H, loaded"),
+        Case("Korean written as is", _saved_text, test=lambda got: "개당 $24" in got and "\\u" not in got,
+             shows="개당 $24, no \\u escapes", hint="json.dumps(..., ensure_ascii=False), file in UTF-8"),
+        Case("creates parent folders", lambda f: _in_temp(lambda: [f(H, "runs/06/run.json"),
+             Path("runs/06/run.json").is_file()][-1]), expected=True, hint="Path.mkdir(parents=True, exist_ok=True)"),
+        Case("replaces an old file", lambda f: _saved_text(f, old="old"), test=lambda got: json.loads(got) == H,
+             shows="H, loaded"),
+        Case("no temporary file left", lambda f: _in_temp(lambda: [f(H, "run.json"), f(H, "run.json"),
+             sorted(os.listdir("."))][-1]), expected=["run.json"]),
+        Case("os.replace, same folder", _replaced_in_same_folder, expected=True,
+             hint="write a temporary file in the target's folder, then os.replace it onto the target"),
+        Case("unsavable: old file kept", _failed_save, expected=("old", ["run.json"]),
+             hint="turn the history into JSON text before you create any file"),
+    ]),
+}

@@ -1,0 +1,139 @@
+"""Stage 08 · real APIs: the tool-result messages of OpenAI and Anthropic, and OpenAI's tool calls read back."""
+from __future__ import annotations
+
+import copy
+import json
+import urllib.error
+import urllib.request
+
+from ..checks import Case, Exercise
+from ..dispatch import Observation
+from ..models import ToolCall
+from ..standin import StandInServer
+
+GOAL = {"role": "user", "content": "일곱 개 사면 얼마예요? 할인도 있나요?"}
+CALLS = [ToolCall("lookup", {"topic": "단가"}, id="call_1"), ToolCall("lookup", {"topic": "할인"}, id="call_2")]
+OBS = [Observation("개당 $24"), Observation("Error: no topic '할인'", is_error=True)]
+TOOLU = [ToolCall(c.name, c.args, id=f"toolu_{i}") for i, c in enumerate(CALLS, 1)]
+
+
+def _not_objects(messages) -> list[str]:
+    """The stand-in assumes messages, blocks and tool calls are JSON objects: say so here instead."""
+    for i, m in enumerate(messages):
+        parts = [m] + (m.get("content") if isinstance(m, dict) and isinstance(m.get("content"), list) else []) \
+            + (m.get("tool_calls") or [] if isinstance(m, dict) else [])
+        if not all(isinstance(part, dict) for part in parts):
+            return [f"messages[{i}]: a message, a content block or a tool call is not a JSON object"]
+    return []
+
+
+def standin_problems(api: str, messages: list[dict]) -> list[str]:
+    """Send ``messages`` to the local stand-in server (127.0.0.1, never a real API); its shape complaints."""
+    if _not_objects(messages):
+        return _not_objects(messages)
+    body = {"model": "stand-in", "messages": messages}
+    headers = {"content-type": "application/json"}
+    if api == "anthropic":
+        body["max_tokens"], headers["x-api-key"], path = 64, "stand-in", "/v1/messages"
+    else:
+        headers["authorization"], path = "Bearer stand-in", "/v1/chat/completions"
+    with StandInServer(["ok"]) as server:
+        request = urllib.request.Request(server.url + path, json.dumps(body, ensure_ascii=False).encode(), headers)
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # straight to 127.0.0.1
+        try:
+            opener.open(request, timeout=5).read()
+        except urllib.error.HTTPError:
+            pass   # a 400: the reason is in server.problems
+    return server.problems
+
+
+def tool_use_turn(calls) -> dict:
+    """The Anthropic assistant turn that asked for ``calls`` (what the results message answers)."""
+    return {"role": "assistant", "content": [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.args}
+                                             for c in calls]}
+
+
+def openai_message(*calls, content=None) -> dict:
+    """An OpenAI ``choices[0].message``; each call is (id, name, arguments text)."""
+    message = {"role": "assistant", "content": content}
+    if calls:
+        message["tool_calls"] = [{"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+                                 for i, n, a in calls]
+    return message
+
+
+def kinds(value) -> str:
+    """'list of ToolCall': the container's type and its items' types, for a readable table cell."""
+    items = sorted({type(item).__name__ for item in value}) if isinstance(value, (list, tuple)) else []
+    return type(value).__name__ + (f" of {', '.join(items)}" if items else "")
+
+
+TWO = openai_message(("call_1", "lookup", '{"topic": "단가"}'), ("call_2", "calculator", '{"expression": "2+2"}'))
+
+
+def call(f, *args):
+    """Call the learner's function on copies: a function that changes its input cannot spoil later cases."""
+    return f(*copy.deepcopy(args))
+
+
+def turn(f, text="", calls=CALLS, obs=OBS) -> list[dict]:
+    return call(f, text, calls, obs)
+
+
+def results(f, calls=TOOLU, obs=OBS) -> dict:
+    return call(f, calls, obs)
+
+
+BROKEN = openai_message(("c1", "lookup", '{"topic": "단가"'))
+
+EXERCISES = {
+    "08.1": Exercise("OpenAI: the messages of one tool turn", [
+        Case("roles, in order", lambda f: [m["role"] for m in turn(f)], expected=["assistant", "tool", "tool"],
+             hint="the assistant message first, then one tool message per call"),
+        Case("tool messages: ids", lambda f: [m["tool_call_id"] for m in turn(f)[1:]], expected=["call_1", "call_2"]),
+        Case("tool messages: contents", lambda f: [m["content"] for m in turn(f)[1:]],
+             expected=[o.content for o in OBS]),
+        Case("tool message keys", lambda f: sorted(turn(f)[2]), expected=["content", "role", "tool_call_id"],
+             hint="no is_error and no name: OpenAI's tool message has only these three keys"),
+        Case("arguments are JSON text", lambda f: turn(f)[0]["tool_calls"][0]["function"]["arguments"],
+             expected='{"topic": "단가"}', hint="json.dumps(args, ensure_ascii=False)"),
+        Case("no text: content None", lambda f: turn(f)[0]["content"], expected=None),
+        Case("text is kept", lambda f: turn(f, "Let me check.", CALLS[:1], OBS[:1])[0]["content"],
+             expected="Let me check."),
+        Case("2 calls, 1 observation", lambda f: turn(f, obs=OBS[:1]), raises=ValueError,
+             hint="every call needs exactly one observation"),
+        Case("a call without an id", lambda f: turn(f, calls=[ToolCall("lookup", {"topic": "x"})], obs=OBS[:1]),
+             raises=ValueError),
+        Case("no calls at all", lambda f: turn(f, "done", [], []), raises=ValueError,
+             hint="a turn without tool calls is a final answer, not a tool turn"),
+    ]),
+    "08.2": Exercise("Anthropic: all tool results in one user message", [
+        Case("one user message", lambda f: results(f)["role"], expected="user"),
+        Case("one block per call, in order", lambda f: [b["tool_use_id"] for b in results(f)["content"]],
+             expected=["toolu_1", "toolu_2"], hint="content is a list of tool_result blocks"),
+        Case("block of a tool that worked: keys", lambda f: sorted(results(f)["content"][0]),
+             expected=["content", "tool_use_id", "type"], hint="no is_error key when the tool worked"),
+        Case("its type and content", lambda f: [results(f)["content"][0][k] for k in ("type", "content")],
+             expected=["tool_result", "개당 $24"]),
+        Case("failed tool: is_error", lambda f: results(f)["content"][1].get("is_error"), expected=True),
+        Case("the stand-in server accepts it",
+             lambda f: standin_problems("anthropic", [GOAL, tool_use_turn(TOOLU), results(f)]), expected=[]),
+        Case("no calls at all", lambda f: results(f, [], []), raises=ValueError),
+        Case("1 call, 2 observations", lambda f: results(f, TOOLU[:1]), raises=ValueError),
+        Case("the same id twice", lambda f: results(f, [TOOLU[0], TOOLU[0]]), raises=ValueError),
+    ]),
+    "08.3": Exercise("OpenAI: read the tool calls of a reply", [
+        Case("two calls: names", lambda f: [c.name for c in call(f, TWO)], expected=["lookup", "calculator"]),
+        Case("two calls: ids", lambda f: [c.id for c in call(f, TWO)], expected=["call_1", "call_2"]),
+        Case("two calls: args", lambda f: [c.args for c in call(f, TWO)],
+             expected=[{"topic": "단가"}, {"expression": "2+2"}], hint="json.loads the arguments text"),
+        Case("a list of ToolCall", lambda f: kinds(call(f, TWO)), expected="list of ToolCall",
+             hint="build each call with ToolCall(name=..., args=..., id=...)"),
+        Case("tool_calls is null", lambda f: call(f, {"role": "assistant", "content": "Hi", "tool_calls": None}),
+             expected=[]),
+        Case("no tool_calls key", lambda f: call(f, openai_message(content="$168.")), expected=[]),
+        Case("broken JSON is kept as text", lambda f: call(f, BROKEN)[0].args, expected='{"topic": "단가"',
+             hint="catch the JSON error and keep the raw text as args"),
+        Case("empty arguments text", lambda f: call(f, openai_message(("c1", "list_files", "")))[0].args, expected={}),
+    ]),
+}

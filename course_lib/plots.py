@@ -1,0 +1,113 @@
+"""Pictures of a run: the messages array growing, tokens and cost per step, and the tool calls over time.
+
+Each plot has a ``*_data`` function that returns plain data (what tests check) and a function that draws
+it and returns the matplotlib ``Figure`` (explicit size, labelled axes, no machine paths). matplotlib is
+imported only when a figure is drawn, never by ``import course_lib``.
+"""
+from __future__ import annotations
+
+from itertools import accumulate
+
+# Example prices in US dollars per million tokens. They are NOT any provider's current price list:
+# pass your provider's prices to `usage_plot` for a real estimate.
+EXAMPLE_PRICES = {"input": 1.00, "output": 5.00}
+
+
+def _calls(history: list[dict]) -> list[list[dict]]:
+    """The history as it stood at each model call: everything before each assistant message."""
+    return [history[:i] for i, m in enumerate(history) if m["role"] == "assistant"]
+
+
+def growth_data(agent) -> list[dict]:
+    """Per model call: the call number, how many messages were sent, and how many characters they held."""
+    return [{"call": n, "messages": len(sent), "characters": sum(len(str(m.get("content") or "")) for m in sent)}
+            for n, sent in enumerate(_calls(agent.history), 1)]
+
+
+def usage_data(agent, prices: dict | None = None) -> list[dict]:
+    """Per step: input and output tokens as reported, and the running cost estimate in dollars."""
+    prices = prices or EXAMPLE_PRICES
+    costs = [u.get("input_tokens", 0) * prices["input"] / 1e6 + u.get("output_tokens", 0) * prices["output"] / 1e6
+             for u in agent.usage]
+    return [{"step": n, "input_tokens": u.get("input_tokens", 0), "output_tokens": u.get("output_tokens", 0),
+             "cumulative_cost": round(total, 8)}
+            for n, (u, total) in enumerate(zip(agent.usage, accumulate(costs)), 1)]
+
+
+def timeline_data(agent) -> list[dict]:
+    """One row per tool call: the step it happened in, the tool, and whether it failed."""
+    return [{"step": step.number, "tool": run.tool, "is_error": run.observation.is_error}
+            for step in agent.trace for run in step.runs]
+
+
+def _figure(width: float = 7.0, height: float = 3.2):
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(width, height), dpi=100, layout="constrained")
+    return fig, ax
+
+
+def growth_plot(agent, title: str = "The messages array only grows"):
+    """Messages sent per model call (bars) and their characters (line): the agent's whole memory."""
+    data = growth_data(agent)
+    fig, ax = _figure()
+    calls = [d["call"] for d in data]
+    ax.bar(calls, [d["messages"] for d in data], color="#4c72b0", label="messages sent")
+    ax.set_xlabel("model call")
+    ax.set_ylabel("messages sent")
+    ax.set_xticks(calls)
+    right = ax.twinx()
+    right.plot(calls, [d["characters"] for d in data], color="#dd8452", marker="o", label="characters sent")
+    right.set_ylabel("characters sent")
+    right.set_ylim(bottom=0)
+    ax.set_title(title)
+    fig.legend(loc="outside lower center", ncols=3, frameon=False)
+    return fig
+
+
+def usage_plot(agent, prices: dict | None = None, title: str = "Tokens per step and cost so far"):
+    """Input/output tokens per step (stacked bars) and the cumulative cost estimate (line)."""
+    data = usage_data(agent, prices)
+    fig, ax = _figure()
+    steps = [d["step"] for d in data]
+    inputs = [d["input_tokens"] for d in data]
+    ax.bar(steps, inputs, color="#4c72b0", label="input tokens")
+    ax.bar(steps, [d["output_tokens"] for d in data], bottom=inputs, color="#55a868", label="output tokens")
+    ax.set_xlabel("step")
+    ax.set_ylabel("tokens")
+    ax.set_xticks(steps)
+    right = ax.twinx()
+    right.plot(steps, [d["cumulative_cost"] for d in data], color="#c44e52", marker="o",
+               label="cumulative cost (USD, estimate)")
+    right.set_ylabel("cumulative cost (USD)")
+    right.set_ylim(bottom=0)
+    ax.set_title(title)
+    fig.legend(loc="outside lower center", ncols=3, frameon=False)
+    return fig
+
+
+def timeline_plot(agent, title: str = "Tool calls per step"):
+    """Each tool call as a mark at (step, tool); failed calls are red crosses."""
+    data = timeline_data(agent)
+    tools = list(dict.fromkeys(d["tool"] for d in data))   # first-seen order, stable
+    fig, ax = _figure(height=max(2.2, 0.6 * len(tools) + 1.4))
+    # Parallel calls of one tool in one step sit side by side instead of on top of each other.
+    same = {}
+    for d in data:
+        same.setdefault((d["step"], d["tool"]), []).append(d)
+    x = {id(d): d["step"] + (k - (len(group) - 1) / 2) * 0.15 for group in same.values() for k, d in enumerate(group)}
+    for failed, marker, color, label in ((False, "o", "#4c72b0", "ok"), (True, "X", "#c44e52", "error")):
+        rows = [d for d in data if d["is_error"] is failed]
+        if rows:
+            ax.scatter([x[id(d)] for d in rows], [tools.index(d["tool"]) for d in rows], marker=marker,
+                       s=120, color=color, label=label, zorder=3)
+    ax.set_yticks(range(len(tools)), tools)
+    ax.set_ylim(max(len(tools), 1) - 0.5, -0.5)   # first tool used at the top; an empty run still draws
+    ax.set_xlabel("step")
+    steps = sorted({d["step"] for d in data}) or [1]
+    ax.set_xticks(range(1, max(steps) + 1))
+    ax.set_xlim(0.5, max(steps) + 0.5)
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(title)
+    if data:
+        fig.legend(loc="outside lower center", ncols=2, frameon=False)
+    return fig

@@ -1,0 +1,129 @@
+"""Notebook widgets (ipywidgets 8): watch the loop step by step, and approve or deny a file write.
+
+``AgentStepper(agent, goal)`` shows Step / Run to end / Reset buttons, the step count, the model's last
+reply, the tool call it made, the observation (errors in red) and the messages array as it grows. It
+works with any model the ``Agent`` takes: scripted ones and the real adapters. ``ask_with_buttons`` is the
+notebook policy of ``course_lib.approval.ApprovalGate``: it shows Approve / Deny and waits for a click.
+
+Imported only where used: ``import course_lib`` never loads ipywidgets.
+"""
+from __future__ import annotations
+
+import html
+import json
+import time
+
+import ipywidgets as w
+
+ROLE_COLOURS = {"system": "#888", "user": "#1f5fa8", "assistant": "#2e7d32", "tool": "#8e5a00"}
+
+
+def _short(text, limit: int = 90) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+class AgentStepper:
+    """Step through ``agent.run(goal)`` one model call at a time."""
+
+    def __init__(self, agent, goal: str):
+        self.agent, self.goal = agent, goal
+        self.step_button = w.Button(description="Step", button_style="primary", icon="step-forward")
+        self.run_button = w.Button(description="Run to end", icon="fast-forward")
+        self.reset_button = w.Button(description="Reset", icon="undo")
+        self.step_button.on_click(lambda _: self.step())
+        self.run_button.on_click(lambda _: self.run_to_end())
+        self.reset_button.on_click(lambda _: self.reset())
+        self.status = w.HTML()
+        self.details = w.HTML()
+        self.messages = w.HTML()
+        self.box = w.VBox([w.HBox([self.step_button, self.run_button, self.reset_button]), self.status,
+                           self.details, w.HTML("<b>messages array</b>"), self.messages])
+        self.reset()
+
+    # -- actions (the buttons call these; tests and notebooks may too) -------------------------------
+    def step(self) -> None:
+        if not self.agent.done:
+            self.agent.step()
+        self.refresh()
+
+    def run_to_end(self) -> None:
+        while not self.agent.done:
+            self.agent.step()
+        self.refresh()
+
+    def reset(self) -> None:
+        restart = getattr(self.agent.model, "restart", None)
+        if callable(restart):   # a scripted model starts its script again
+            restart()
+        self.agent.reset(self.goal)
+        self.refresh()
+
+    # -- what is shown ----------------------------------------------------------------------------
+    def state(self) -> dict:
+        """What the widget shows, as plain data (tests and nbval compare this, not the pixels)."""
+        last = self.agent.trace[-1] if self.agent.trace else None
+        calls = [f"{r.tool}({json.dumps(r.args, ensure_ascii=False)})" for r in last.runs] if last else []
+        observations = [(r.observation.content, r.observation.is_error) for r in last.runs] if last else []
+        return {"step": self.agent.steps, "max_steps": self.agent.max_steps, "done": self.agent.done,
+                "stop_reason": self.agent.stop_reason, "last_reply": last.reply if last else "",
+                "tool_calls": calls, "observations": observations, "problem": last.error if last else None,
+                "answer": self.agent.answer,
+                "messages": [(m["role"], _short(m.get("content"), 60)) for m in self.agent.history]}
+
+    def refresh(self) -> None:
+        s = self.state()
+        where = "finished" if s["done"] else "ready"
+        self.status.value = (f"<b class='stepper-count'>step {s['step']} / {s['max_steps']}</b> · {where}"
+                             + (f" · stop reason: <code>{s['stop_reason']}</code>" if s["stop_reason"] else ""))
+        rows = [("model said", html.escape(_short(s["last_reply"], 200)) or "—"),
+                ("tool call", "<br>".join(f"<code class='stepper-call'>{html.escape(c)}</code>"
+                                          for c in s["tool_calls"]) or "—")]
+        for content, is_error in s["observations"]:
+            colour = "#c62828" if is_error else "inherit"
+            rows.append(("observation", f"<span style='color:{colour}'>{html.escape(_short(content, 200))}</span>"))
+        if s["problem"]:
+            rows.append(("problem", f"<span style='color:#c62828'>{html.escape(s['problem'])}</span>"))
+        if s["answer"] and s["done"]:
+            rows.append(("answer", html.escape(s["answer"])))
+        self.details.value = "<table>" + "".join(
+            f"<tr><td style='padding-right:1em;vertical-align:top'><b>{k}</b></td><td>{v}</td></tr>"
+            for k, v in rows) + "</table>"
+        self.messages.value = "<ol start='0' style='margin:0'>" + "".join(
+            f"<li><b style='color:{ROLE_COLOURS.get(role, '#000')}'>{role}</b> {html.escape(text)}</li>"
+            for role, text in s["messages"]) + "</ol>"
+        for button in (self.step_button, self.run_button):
+            button.disabled = s["done"]
+
+    def __repr__(self) -> str:
+        s = self.state()
+        return f"AgentStepper(step {s['step']}/{s['max_steps']}, {len(s['messages'])} messages, done={s['done']})"
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = self.box._repr_mimebundle_(**kwargs)
+        bundle["text/plain"] = repr(self)   # a stable text form for nbval; the widget itself for people
+        return bundle
+
+
+def ask_with_buttons(request, timeout: float = 600.0) -> bool:
+    """Show the write and Approve / Deny buttons; wait (up to ``timeout`` seconds) for a click."""
+    from IPython.display import display
+    from jupyter_ui_poll import ui_events
+
+    decision: dict[str, bool] = {}
+    approve = w.Button(description="Approve", button_style="success", icon="check")
+    deny = w.Button(description="Deny", button_style="danger", icon="times")
+    approve.on_click(lambda _: decision.setdefault("ok", True))
+    deny.on_click(lambda _: decision.setdefault("ok", False))
+    note = w.HTML(f"<b>The agent asks to</b> <pre style='margin:0'>{html.escape(request.preview())}</pre>")
+    box = w.VBox([note, w.HBox([approve, deny])], layout=w.Layout(border="1px solid #bbb", padding="6px"))
+    display(box)
+    deadline = time.monotonic() + timeout
+    with ui_events() as poll:   # let the button clicks reach the kernel while this cell waits
+        while "ok" not in decision and time.monotonic() < deadline:
+            poll(10)
+            time.sleep(0.05)
+    approved = decision.get("ok", False)
+    approve.disabled = deny.disabled = True
+    note.value += f"<b>{'approved' if approved else 'denied'}</b>" + ("" if "ok" in decision else " (no answer in time)")
+    return approved

@@ -1,0 +1,139 @@
+"""A real browser test: JupyterLab on 127.0.0.1, notebook 06 in headless Chromium (Debian's), driven by
+Playwright (`executable_path`, no browser download). It runs the stepper cell, clicks Step twice and checks
+what the widget shows, then runs the approval cell and clicks Approve. A screenshot is saved to
+test-artifacts/jupyterlab-stepper.png.
+"""
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def chromium() -> str:
+    """Debian's Chromium; installed with apt-get when it is missing and we may (CI runs as root)."""
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path and hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "update", "-qq"], env=env, capture_output=True, timeout=600)
+        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env, capture_output=True, timeout=900)
+        path = shutil.which("chromium")
+    if not path:
+        pytest.skip("Chromium is not installed and cannot be installed here (it needs root and apt-get): "
+                    "install Debian's `chromium` package to run the browser test")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def jupyterlab(tmp_path):
+    """JupyterLab serving a copy of notebook 06 from a temp folder, with its own config and settings."""
+    playwright = pytest.importorskip("playwright.sync_api", reason="the dev extras install Playwright")
+    browser_path = chromium()
+    work = tmp_path / "course"
+    work.mkdir()
+    shutil.copy(ROOT / "notebooks" / "06_agent_class.ipynb", work)
+    config, settings = tmp_path / "config", tmp_path / "settings"
+    (config / "labconfig").mkdir(parents=True)
+    # No "receive news?" pop-up over the page, and every cell rendered (no windowing) so we can find it.
+    (config / "labconfig" / "page_config.json").write_text(json.dumps(
+        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
+    (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
+        json.dumps({"windowingMode": "none"}))
+    port, token = free_port(), secrets.token_hex(16)
+    env = {k: v for k, v in os.environ.items() if k != "COURSE_APPROVAL"}   # a person is clicking here
+    env.update({"JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")})
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", f"--ServerApp.port={port}",
+         "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
+         f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}"]
+        + (["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []),   # CI runs as root
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    pytest.fail("JupyterLab did not start within 90 s")
+                time.sleep(0.5)
+        yield {"url": url, "token": token, "work": work, "chromium": browser_path, "playwright": playwright}
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+
+
+def run_cell(page, text: str):
+    """Select the code cell containing `text`, run it with Shift+Enter, and return its locator."""
+    cell = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text=text)).first
+    cell.scroll_into_view_if_needed()
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+    cell.locator(".jp-InputPrompt", has_text=re.compile(r"\[[0-9*]+\]")).wait_for(timeout=60_000)
+    return cell
+
+
+def test_stepper_and_approval_in_jupyterlab(jupyterlab):
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab["playwright"].sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=jupyterlab["chromium"], args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(f"{jupyterlab['url']}/lab/tree/06_agent_class.ipynb?token={jupyterlab['token']}")
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+            # the kernel is up when the status bar says so
+            page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=90_000)
+
+            stepper = run_cell(page, "stepper = AgentStepper(")
+            step = stepper.locator(".jp-OutputArea button", has_text="Step").first
+            step.wait_for(timeout=60_000)
+            step.click()
+            page.wait_for_function("() => document.querySelector('.stepper-count')"
+                                   " && document.querySelector('.stepper-count').textContent.includes('step 1 /')",
+                                   timeout=30_000)
+            step.click()
+            count = stepper.locator(".stepper-count")
+            count.filter(has_text="step 2 / 6").wait_for(timeout=30_000)
+            assert count.inner_text() == "step 2 / 6"
+            call = stepper.locator(".stepper-call").first
+            assert call.inner_text() == 'calculator({"expression": "24*7"})'
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-stepper.png"))
+
+            approval = run_cell(page, "gate = ApprovalGate()")
+            approve = approval.locator(".jp-OutputArea button", has_text="Approve")
+            approve.wait_for(timeout=60_000)
+            approve.click()
+            approval.locator(".jp-OutputArea", has_text="Wrote").wait_for(timeout=60_000)
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-approval.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-failure.png"))   # what the page showed
+            raise
+        finally:
+            browser.close()
+    written = jupyterlab["work"] / "transcripts" / "summary.txt"
+    assert written.read_text(encoding="utf-8") == "Seven units cost $168 (7 × $24)."

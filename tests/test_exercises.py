@@ -1,0 +1,87 @@
+"""Exercises are generated from solutions, never hand-edited; every check can fail; grading works both ways.
+
+The grading tests run each solution and each exercise notebook in a fresh kernel through `course check`'s
+own code path (course_lib.grading.grade), so they also prove every exercise notebook runs top to bottom.
+"""
+import json
+import re
+
+import nbformat
+import pytest
+
+from course_lib.checks import exercise
+from course_lib.grading import MARKER, ROOT, grade, make_exercise, solution_paths
+
+SOLUTIONS = solution_paths()
+STAGES = [f"{n:02d}" for n in range(1, 9)]
+
+
+def grade_ids(nb):
+    return [c.metadata.get("nbgrader", {}).get("grade_id", "") for c in nb.cells]
+
+
+def exercise_ids(nb):
+    return [gid[2:].replace("_", ".", 1) for gid in grade_ids(nb) if re.fullmatch(r"ex\d\d_\d+", gid)]
+
+
+def test_every_stage_has_a_solution_notebook_with_three_or_more_exercises():
+    stages = {p.name[:2] for p in SOLUTIONS}
+    assert stages == set(STAGES)
+    for path in SOLUTIONS:
+        ids = exercise_ids(nbformat.read(path, as_version=4))
+        assert len(ids) >= 3, f"{path.name} has {len(ids)} exercises"
+        assert all(i.startswith(path.name[:2] + ".") for i in ids)
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.name)
+def test_each_exercise_has_a_solution_a_check_and_hidden_tests(path):
+    nb = nbformat.read(path, as_version=4)
+    ids = grade_ids(nb)
+    for ex in exercise_ids(nb):
+        prefix = "ex" + ex.replace(".", "_")
+        assert prefix + "_check" in ids and prefix + "_hidden" in ids, ex
+        source = nb.cells[ids.index(prefix)].source
+        assert "### BEGIN SOLUTION" in source and "### END SOLUTION" in source
+        assert f'check("{ex}"' in nb.cells[ids.index(prefix + "_check")].source
+        hidden = nb.cells[ids.index(prefix + "_hidden")].source
+        assert hidden.lstrip().startswith("### BEGIN HIDDEN TESTS") and "assert" in hidden
+        assert len(exercise(ex).cases) >= 4, f"{ex} needs at least four cases"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.name)
+def test_committed_exercise_notebook_is_exactly_the_generated_one(path):
+    generated = make_exercise(nbformat.read(path, as_version=4), path.name)
+    committed_path = ROOT / "exercises" / path.name
+    assert committed_path.exists(), f"run `make exercises`: {committed_path.name} is missing"
+    committed = nbformat.read(committed_path, as_version=4)
+    assert json.loads(nbformat.writes(committed)) == json.loads(nbformat.writes(generated)), \
+        f"exercises/{path.name} differs from what `make exercises` generates: regenerate, never hand-edit"
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.name)
+def test_no_solution_or_hidden_test_leaks_into_the_exercise(path):
+    solution = nbformat.read(path, as_version=4)
+    exercise_nb = nbformat.read(ROOT / "exercises" / path.name, as_version=4)
+    text = "\n".join(c.source for c in exercise_nb.cells)
+    assert not MARKER.search(text)
+    assert all(not c.get("outputs") and c.get("execution_count") is None
+               for c in exercise_nb.cells if c.cell_type == "code")
+    for cell in solution.cells:   # every line that was between markers is gone
+        for block in re.findall(r"### BEGIN (?:SOLUTION|HIDDEN TESTS)\n(.*?)### END", cell.source, re.S):
+            for line in block.splitlines():
+                if len(line.strip()) > 25:   # short lines (`return x`) may legitimately appear elsewhere
+                    assert line.strip() not in text, f"solution text leaked: {line.strip()!r}"
+
+
+def test_every_exercise_notebook_is_in_the_generated_folder_only():
+    assert sorted(p.name for p in (ROOT / "exercises").glob("*.ipynb")) == [p.name for p in SOLUTIONS]
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.name)
+def test_solution_passes_every_exercise_and_the_stub_fails_every_one(path):
+    stage = path.name[:2]
+    solved = grade(path, stage)
+    assert solved.passed, [e for e in solved.exercises if not e.passed]
+    stub = grade(ROOT / "exercises" / path.name, stage)
+    assert not stub.passed and len(stub.exercises) == len(solved.exercises)
+    assert all(e.detail == "not implemented yet" for e in stub.exercises), stub.exercises

@@ -1,0 +1,77 @@
+"""The stepper widget, driven through its button click handlers, shows the state of the loop."""
+import pytest
+
+pytest.importorskip("ipywidgets")   # part of the dev extras; a clear skip reason if someone trims them
+
+from course_lib import default_tools
+from course_lib.agent import Agent
+from course_lib.models import ScriptedModel, scenario_model
+from course_lib.widgets import AgentStepper
+
+
+@pytest.fixture
+def stepper():
+    goal, model = scenario_model("price")
+    return AgentStepper(Agent(default_tools(), model), goal)
+
+
+def test_a_new_stepper_shows_the_goal_and_no_step(stepper):
+    s = stepper.state()
+    assert s["step"] == 0 and not s["done"] and s["tool_calls"] == []
+    assert [role for role, _ in s["messages"]] == ["system", "user"]
+    assert "step 0 / 6" in stepper.status.value and not stepper.step_button.disabled
+
+
+def test_clicking_step_twice_shows_two_steps_and_the_last_tool_call(stepper):
+    stepper.step_button.click()
+    stepper.step_button.click()
+    s = stepper.state()
+    assert s["step"] == 2
+    assert s["tool_calls"] == ['calculator({"expression": "24*7"})']
+    assert s["observations"] == [("168", False)]
+    assert "```json" in s["last_reply"]
+    assert len(s["messages"]) == 6
+    assert "step 2 / 6" in stepper.status.value and "calculator" in stepper.details.value
+    assert repr(stepper) == "AgentStepper(step 2/6, 6 messages, done=False)"
+
+
+def test_errors_are_highlighted(stepper):
+    for _ in range(3):
+        stepper.step_button.click()
+    assert stepper.state()["observations"][0][1] is True
+    assert "color:#c62828" in stepper.details.value and "discount" in stepper.details.value
+
+
+def test_run_to_end_then_reset_starts_the_script_again(stepper):
+    stepper.run_button.click()
+    s = stepper.state()
+    assert s["done"] and s["stop_reason"] == "finish" and s["step"] == 4 and "168" in s["answer"]
+    assert stepper.step_button.disabled and stepper.run_button.disabled
+    stepper.step_button.click()                       # a finished run stays finished
+    assert stepper.state()["step"] == 4
+    stepper.reset_button.click()
+    assert stepper.state()["step"] == 0 and not stepper.step_button.disabled
+    stepper.run_button.click()
+    assert stepper.state()["stop_reason"] == "finish"  # the scripted model started over
+
+
+def test_the_stepper_shows_native_tool_calls_and_model_errors():
+    from course_lib.models import Reply, ToolCall
+    model = ScriptedModel([Reply("two at once", (ToolCall("lookup", {"topic": "단가"}, "a"),
+                                                 ToolCall("calculator", {"expression": "1/0"}, "b")))],
+                          native_tools=True)
+    stepper = AgentStepper(Agent(default_tools(), model), "x")
+    stepper.step()
+    s = stepper.state()
+    assert len(s["tool_calls"]) == 2 and s["observations"][1][1] is True
+    assert s["messages"][-1][0] == "tool"
+    stepper.step()                                     # the script has run out
+    s = stepper.state()
+    assert s["stop_reason"] == "model_error" and "ran out" in s["problem"]
+    assert "color:#c62828" in stepper.details.value
+
+
+def test_the_widget_displays_with_a_stable_text_form(stepper):
+    bundle = stepper._repr_mimebundle_()
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert bundle["text/plain"] == "AgentStepper(step 0/6, 2 messages, done=False)"
