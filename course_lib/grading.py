@@ -16,7 +16,7 @@ import json
 import os
 import re
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,6 +88,7 @@ class Grade:
     notebook: str
     stage: str
     exercises: list[ExerciseGrade]
+    errors: list[str] = field(default_factory=list)   # errors outside hidden tests, e.g. in a setup cell
 
     @property
     def passed(self) -> bool:
@@ -163,4 +164,6 @@ def grade(notebook: str | os.PathLike, stage: str, timeout: int = 120) -> Grade:
             grades.append(ExerciseGrade(ex, result["passed"],
                                         f"{result['passed_cases']}/{result['cases']} cases passed"
                                         + ("" if result["passed"] else " in check()")))
-    return Grade(str(notebook), stage, grades)
+    errors = [f"cell {i}: {error}" for i, c in enumerate(nb.cells)
+              if (error := _error_of(c)) and not _grade_id(c).endswith("_hidden")]
+    return Grade(str(notebook), stage, grades, errors)

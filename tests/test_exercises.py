@@ -85,3 +85,20 @@ def test_solution_passes_every_exercise_and_the_stub_fails_every_one(path):
     stub = grade(ROOT / "exercises" / path.name, stage)
     assert not stub.passed and len(stub.exercises) == len(solved.exercises)
     assert all(e.detail == "not implemented yet" for e in stub.exercises), stub.exercises
+    assert solved.errors == [] and stub.errors == []   # both notebooks run top to bottom without an error
+
+
+def test_course_check_exit_status_and_json_from_the_terminal():
+    import subprocess
+    import sys
+    solution, exercise_nb = SOLUTIONS[0], ROOT / "exercises" / SOLUTIONS[0].name
+    run = lambda *args: subprocess.run([sys.executable, "-m", "course_lib.cli", "check", "01", *args],
+                                       capture_output=True, text=True, encoding="utf-8", timeout=300)
+    passed = run(str(solution))
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "[1/1]" in passed.stdout and "1/1 notebook(s) passed every exercise" in passed.stdout
+    failed = run("--json", str(exercise_nb), str(solution))
+    assert failed.returncode == 1 and "Traceback" not in failed.stderr
+    report = json.loads(failed.stdout)
+    assert [r["passed"] for r in report] == [False, True]
+    assert {e["detail"] for e in report[0]["exercises"]} == {"not implemented yet"}

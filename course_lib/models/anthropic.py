@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from ..describe import tool_spec
 from .base import ModelError, Reply, ToolCall
 from .catalog import model_id
-from .remote import explain_api_error, make_client
+from .remote import call_api, make_client
 
 
 def tools_to_anthropic(tools: Mapping[str, Callable]) -> list[dict]:
@@ -88,13 +88,8 @@ class AnthropicModel:
         return request
 
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> Reply:
-        try:
-            response = self.client.messages.create(**self.request(messages, tools))
-        except Exception as e:
-            explained = explain_api_error(e, "anthropic", self.model)
-            if explained is None:
-                raise
-            raise explained from None
+        request = self.request(messages, tools)
+        response = call_api("anthropic", self.model, lambda: self.client.messages.create(**request))
         return reply_from_anthropic(response.model_dump())
 
     def __repr__(self) -> str:

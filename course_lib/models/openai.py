@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from ..describe import tool_spec
 from .base import Reply, ToolCall
 from .catalog import OLLAMA_URL, model_id
-from .remote import explain_api_error, make_client
+from .remote import call_api, make_client
 
 
 def tools_to_openai(tools: Mapping[str, Callable]) -> list[dict]:
@@ -85,13 +85,8 @@ class OpenAIModel:
         return request
 
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> Reply:
-        try:
-            response = self.client.chat.completions.create(**self.request(messages, tools))
-        except Exception as e:
-            explained = explain_api_error(e, self.provider, self.model)
-            if explained is None:
-                raise
-            raise explained from None
+        request = self.request(messages, tools)
+        response = call_api(self.provider, self.model, lambda: self.client.chat.completions.create(**request))
         return reply_from_openai(response.model_dump())
 
     def __repr__(self) -> str:

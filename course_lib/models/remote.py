@@ -39,6 +39,17 @@ def make_client(provider: str, *, base_url: str | None, api_key: str | None, max
     return openai.OpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
 
 
+def call_api(provider: str, model: str, send):
+    """``send()`` an SDK request; an SDK error becomes a one-sentence ModelError, anything else (a bug) raises."""
+    try:
+        return send()
+    except Exception as e:
+        explained = explain_api_error(e, provider, model)
+        if explained is None:
+            raise
+        raise explained from None
+
+
 def _detail(error) -> str:
     body = getattr(error, "body", None)
     if isinstance(body, dict):
