@@ -14,7 +14,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from .tools import ToolError, _inside_workspace
+from .tools import ToolError, inside_workspace
 
 MAX_WRITE_CHARS = 100_000
 
@@ -83,7 +83,7 @@ class ApprovalGate:
             raise ToolError("content must be text")
         if len(content) > MAX_WRITE_CHARS:
             raise ToolError(f"content is longer than {MAX_WRITE_CHARS} characters; write less")
-        target = _inside_workspace(path)
+        target = inside_workspace(path)
         if target.is_dir():
             raise ToolError(f"'{path}' is a folder; give a file name")
         approved = bool(self.policy(WriteRequest(path, content)))

@@ -119,7 +119,7 @@ def calculator(expression: str) -> str:
 
 
 # ---------------------------------------------------------------- workspace files
-def _inside_workspace(path: str) -> Path:
+def inside_workspace(path: str) -> Path:
     """Resolve `path` under the current directory, refusing anything that ends up outside it."""
     if not isinstance(path, str) or not path.strip():
         raise ToolError("path must be a non-empty relative path such as \"notes.txt\"")
@@ -141,7 +141,7 @@ def read_file(path: str, max_chars: int = 20000) -> str:
     """
     if type(max_chars) is not int or max_chars < 1:
         raise ToolError("max_chars must be a positive whole number")
-    target = _inside_workspace(path)
+    target = inside_workspace(path)
     if target.is_dir():
         raise ToolError(f"'{path}' is a folder, not a file; call list_files to see inside it")
     if not target.is_file():
@@ -160,7 +160,7 @@ def list_files(directory: str = ".") -> str:
     Args:
         directory: a folder inside the workspace; "." is the workspace itself.
     """
-    target = _inside_workspace(directory)
+    target = inside_workspace(directory)
     if target.is_file():
         raise ToolError(f"'{directory}' is a file, not a folder; call read_file to read it")
     if not target.is_dir():

@@ -75,3 +75,18 @@ def test_the_widget_displays_with_a_stable_text_form(stepper):
     bundle = stepper._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
     assert bundle["text/plain"] == "AgentStepper(step 0/6, 2 messages, done=False)"
+
+
+def test_the_stepper_drives_a_real_adapter_too():
+    """The same widget over AnthropicModel and the real SDK, against the local stand-in server."""
+    from course_lib.models.anthropic import AnthropicModel
+    from course_lib.standin import StandInServer
+    script = [{"tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]}, {"text": "Seven units cost $168."}]
+    with StandInServer(script) as server:
+        stepper = AgentStepper(Agent(default_tools(), AnthropicModel(base_url=server.url, api_key="stand-in")),
+                               "How much do seven units cost?")
+        stepper.step_button.click()
+        assert stepper.state()["tool_calls"] == ['lookup({"topic": "단가"})']
+        assert stepper.state()["messages"][-1] == ("tool", "개당 $24")
+        stepper.run_button.click()
+    assert stepper.state()["answer"] == "Seven units cost $168." and stepper.state()["stop_reason"] == "finish"
