@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/ $(if $(filter 0,$(shell id -u)),--allow-root,)
+	$(BIN)/jupyter lab notebooks/00_welcome.ipynb $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

@@ -136,7 +136,26 @@ def _run_case(case: Case, candidate) -> CaseResult:
             ok = False
     else:
         ok = got == case.expected and type(got) is type(case.expected)
-    return CaseResult(case.label, ok, expected, _short(got), "" if ok else case.hint)
+    hint = "" if ok else " ".join(filter(None, [case.hint, _difference(case.expected, got)]))
+    return CaseResult(case.label, ok, expected, _short(got), hint)
+
+
+def _difference(expected, got) -> str:
+    """Where two long dicts or lists first differ, since the table cuts both short."""
+    if isinstance(expected, dict) and isinstance(got, dict):
+        for key in list(expected) + [k for k in got if k not in expected]:
+            if key not in got:
+                return f"(first difference: key {key!r} is missing)"
+            if key not in expected:
+                return f"(first difference: unexpected key {key!r})"
+            if expected[key] != got[key]:
+                return f"(first difference: at key {key!r}, expected {_short(expected[key])}, got {_short(got[key])})"
+    if isinstance(expected, list) and isinstance(got, list) and expected != got:
+        for i, (a, b) in enumerate(zip(expected, got)):
+            if a != b:
+                return f"(first difference: at item {i}, expected {_short(a)}, got {_short(b)})"
+        return f"(expected {len(expected)} items, got {len(got)})"
+    return ""
 
 
 def exercise(exercise_id: str):

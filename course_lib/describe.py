@@ -56,7 +56,7 @@ Tools available:
 {tools}
 
 Reply with exactly ONE JSON object and nothing else:
-{{"tool": "<tool name>", "args": {{<argument name>: <value>, ...}}}}
+{{"tool": "<tool name>", "args": {{"<argument name>": <value>, ...}}}}
 
 When you have the final answer, reply:
 {{"tool": "finish", "args": {{"answer": "<your answer>"}}}}

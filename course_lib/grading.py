@@ -152,17 +152,22 @@ def grade(notebook: str | os.PathLike, stage: str, timeout: int = 120) -> Grade:
         errors = [(gid, _error_of(c)) for c in nb.cells if (gid := _grade_id(c)).startswith(prefix)
                   and (gid == prefix or gid.startswith(prefix + "_")) and _error_of(c)]
         result = results.get(ex)
+        hidden_ran = any(_grade_id(c) == prefix + "_hidden" for c in nb.cells)
         if result and result["not_implemented"]:
             grades.append(ExerciseGrade(ex, False, "not implemented yet"))
+        elif result and not result["passed"] and not result["error"]:   # the table the learner can see first
+            grades.append(ExerciseGrade(ex, False, f"{result['passed_cases']}/{result['cases']} cases passed "
+                                                   "in check(); see its table"))
         elif errors:
             gid, error = errors[0]
             where = "hidden tests" if gid.endswith("_hidden") else "your code" if gid == prefix else "the check"
-            grades.append(ExerciseGrade(ex, False, f"{where} failed: {error}"[:200]))
+            grades.append(ExerciseGrade(ex, False, f"{where} failed: {error}"[:400]))
         elif result is None:
             grades.append(ExerciseGrade(ex, False, "its check() cell did not run"))
         else:
             grades.append(ExerciseGrade(ex, result["passed"],
                                         f"{result['passed_cases']}/{result['cases']} cases passed"
+                                        + (", hidden tests passed" if hidden_ran and result["passed"] else "")
                                         + ("" if result["passed"] else " in check()")))
     errors = [f"cell {i}: {error}" for i, c in enumerate(nb.cells)
               if (error := _error_of(c)) and not _grade_id(c).endswith("_hidden")]

@@ -56,9 +56,10 @@ def growth_plot(agent, title: str = "The messages array only grows"):
     ax.set_ylabel("messages sent")
     ax.set_xticks(calls)
     right = ax.twinx()
-    right.plot(calls, [d["characters"] for d in data], color="#dd8452", marker="o", label="characters sent")
+    characters = [d["characters"] for d in data]
+    right.plot(calls, characters, color="#dd8452", marker="o", label="characters sent")
     right.set_ylabel("characters sent")
-    right.set_ylim(bottom=0)
+    right.set_ylim(0, max(characters, default=1) * 1.12)   # headroom: the last point must not sit on the edge
     ax.set_title(title)
     fig.legend(loc="outside lower center", ncols=3, frameon=False)
     return fig
@@ -76,10 +77,10 @@ def usage_plot(agent, prices: dict | None = None, title: str = "Tokens per step 
     ax.set_ylabel("tokens")
     ax.set_xticks(steps)
     right = ax.twinx()
-    right.plot(steps, [d["cumulative_cost"] for d in data], color="#c44e52", marker="o",
-               label="cumulative cost (USD, estimate)")
+    costs = [d["cumulative_cost"] for d in data]
+    right.plot(steps, costs, color="#c44e52", marker="o", label="cumulative cost (USD, estimate)")
     right.set_ylabel("cumulative cost (USD)")
-    right.set_ylim(bottom=0)
+    right.set_ylim(0, max(costs, default=0) * 1.12 or 1)
     ax.set_title(title)
     fig.legend(loc="outside lower center", ncols=3, frameon=False)
     return fig

@@ -42,6 +42,9 @@ def tidy(nb) -> None:
         if cell.cell_type == "code":
             for output in cell.outputs:
                 output.get("metadata", {}).pop("execution", None)
+                # A widget's saved view names a random model id and cannot show without the kernel anyway;
+                # the text form (e.g. "AgentStepper(step 0/6, ...)") stays, and running the cell shows the widget.
+                output.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
             cell.outputs = merge_streams(cell.outputs)
 
 

@@ -82,3 +82,15 @@ def test_render_and_repr_are_stable():
     result = CheckResult("00.1", "t", [checks.CaseResult("a", True, "1", "1")])
     assert repr(result) == "CheckResult('00.1', 1/1 cases passed)"
     assert render(result).endswith("1/1 passed ✓ well done")
+
+
+def test_long_dicts_and_lists_that_differ_say_where(monkeypatch, capsys):
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
+              "additionalProperties": False}
+    spec = Exercise("schema", [Case("whole schema", lambda f: f(), expected=schema),
+                               Case("list", lambda f: [1, 2, 3], expected=[1, 2, 4])])
+    monkeypatch.setattr(checks, "exercise", lambda exercise_id: spec)
+    result = check("00.2", lambda: {k: v for k, v in schema.items() if k != "additionalProperties"})
+    assert "key 'additionalProperties' is missing" in result.cases[0].hint
+    assert "at item 2, expected 4, got 3" in result.cases[1].hint
+    assert "first difference" in capsys.readouterr().out
