@@ -42,3 +42,11 @@ def test_notebook_numbers_match_their_rows():
         number = re.match(r"\|\s*(\d\d)", row)[1]
         for link in re.findall(r"\]\((notebooks/[^)]+)\)", row):
             assert Path(link).name.startswith(number + "_"), f"{link} is in row {number}"
+
+
+def test_every_exercise_notebook_is_linked_from_its_stage_row():
+    table = "\n".join(stage_rows())
+    for path in sorted((ROOT / "exercises").glob("[0-9][0-9]_*_exercises.ipynb")):
+        row = next(r for r in stage_rows() if re.match(rf"\|\s*{path.name[:2]}\s*\|", r))
+        assert f"](exercises/{path.name})" in row, f"{path.name} is not linked in row {path.name[:2]}"
+    assert "exercises/" in table
