@@ -46,6 +46,17 @@ def _figure(width: float = 7.0, height: float = 3.2):
     return fig, ax
 
 
+def _line_on_right(fig, ax, x, y, *, color: str, label: str, ylabel: str, title: str):
+    """A line on a second y axis (with headroom, so the last point is not cut), the title, one legend below."""
+    right = ax.twinx()
+    right.plot(x, y, color=color, marker="o", label=label)
+    right.set_ylabel(ylabel)
+    right.set_ylim(0, max(y, default=0) * 1.12 or 1)
+    ax.set_title(title)
+    fig.legend(loc="outside lower center", ncols=3, frameon=False)
+    return fig
+
+
 def growth_plot(agent, title: str = "The messages array only grows"):
     """Messages sent per model call (bars) and their characters (line): the agent's whole memory."""
     data = growth_data(agent)
@@ -55,14 +66,8 @@ def growth_plot(agent, title: str = "The messages array only grows"):
     ax.set_xlabel("model call")
     ax.set_ylabel("messages sent")
     ax.set_xticks(calls)
-    right = ax.twinx()
-    characters = [d["characters"] for d in data]
-    right.plot(calls, characters, color="#dd8452", marker="o", label="characters sent")
-    right.set_ylabel("characters sent")
-    right.set_ylim(0, max(characters, default=1) * 1.12)   # headroom: the last point must not sit on the edge
-    ax.set_title(title)
-    fig.legend(loc="outside lower center", ncols=3, frameon=False)
-    return fig
+    return _line_on_right(fig, ax, calls, [d["characters"] for d in data], color="#dd8452",
+                          label="characters sent", ylabel="characters sent", title=title)
 
 
 def usage_plot(agent, prices: dict | None = None, title: str = "Tokens per step and cost so far"):
@@ -76,14 +81,8 @@ def usage_plot(agent, prices: dict | None = None, title: str = "Tokens per step 
     ax.set_xlabel("step")
     ax.set_ylabel("tokens")
     ax.set_xticks(steps)
-    right = ax.twinx()
-    costs = [d["cumulative_cost"] for d in data]
-    right.plot(steps, costs, color="#c44e52", marker="o", label="cumulative cost (USD, estimate)")
-    right.set_ylabel("cumulative cost (USD)")
-    right.set_ylim(0, max(costs, default=0) * 1.12 or 1)
-    ax.set_title(title)
-    fig.legend(loc="outside lower center", ncols=3, frameon=False)
-    return fig
+    return _line_on_right(fig, ax, steps, [d["cumulative_cost"] for d in data], color="#c44e52",
+                          label="cumulative cost (USD, estimate)", ylabel="cumulative cost (USD)", title=title)
 
 
 def timeline_plot(agent, title: str = "Tool calls per step"):
