@@ -24,7 +24,7 @@ from pathlib import Path
 
 from .describe import build_system_prompt
 from .dispatch import Observation, dispatch
-from .models.base import ModelError, Reply
+from .models.base import STOPS, ModelError, Reply, scrub
 from .parsing import parse_reply
 
 log = logging.getLogger("course_lib.agent")
@@ -112,15 +112,21 @@ class Agent:
         except ModelError as e:
             step.error = f"model error: {e}"
             log.error("step %d: the model call failed: %s", self.steps, e)
-            self._stop("model_error", f"The model call failed: {e}")
+            reason = getattr(e, "stop_reason", "model_error")
+            self._stop(reason, str(e) if reason != "model_error" else f"The model call failed: {e}")
         else:
             step.reply = reply.text
             if reply.usage:
                 self.usage.append(dict(reply.usage))
-            if reply.tool_calls:
+            if reply.stop:   # refused, cut off or out of room: no answer, and a cut-off tool call never runs
+                self._add_reply(reply)
+                why = reply.provider_stop or reply.stop
+                step.error = f"{reply.stop}: the model stopped with '{why}'"
+                self._stop(reply.stop, STOPS[reply.stop].format(why=why))
+            elif reply.tool_calls:
                 self._run_native(reply, step)
             elif getattr(self.model, "native_tools", False):
-                self._add("assistant", reply.text)
+                self._add_reply(reply)
                 self._finish(step, reply.text)
             else:
                 self._run_text(reply.text, step)
@@ -151,8 +157,7 @@ class Agent:
         self._add("user", f"Observation: {obs.content}")
 
     def _run_native(self, reply: Reply, step: Step) -> None:
-        calls = [{"id": c.id, "name": c.name, "args": c.args} for c in reply.tool_calls]
-        self.history.append({"role": "assistant", "content": reply.text, "tool_calls": calls})
+        self._add_reply(reply)
         self._bad_replies = 0
         if self._repeated([(c.name, c.args) for c in reply.tool_calls]):
             return
@@ -202,6 +207,18 @@ class Agent:
     def _add(self, role: str, content: str) -> None:
         self.history.append({"role": role, "content": content})
 
+    def _add_reply(self, reply: Reply) -> None:
+        """The model's turn as a history message. With native tool calls it carries them; with a real API it
+        also carries the provider's own content (``raw``), which goes back unchanged on the next request."""
+        message = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            message["tool_calls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in reply.tool_calls]
+        if reply.thinking:
+            message["thinking"] = reply.thinking
+        if reply.raw is not None:
+            message["raw"] = reply.raw
+        self.history.append(message)
+
     # -- after a run -----------------------------------------------------------------------------
     @property
     def total_usage(self) -> dict:
@@ -222,7 +239,8 @@ class Agent:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
             path = path / f"run-{stamp}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.transcript(), ensure_ascii=False, indent=2, default=str)
+        # scrub: half an emoji (a lone surrogate) from a model cannot be written as UTF-8; it becomes U+FFFD
+        text = json.dumps(scrub(self.transcript()), ensure_ascii=False, indent=2, default=str)
         # Write a temporary file beside the target, then rename: a crash never leaves half a transcript.
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp",
                                          delete=False) as tmp:

@@ -19,8 +19,8 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 
-_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean",
-               list: "array", tuple: "array", dict: "object", type(None): "null"}
+_JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
+               type(None): "null"}   # arrays are built by _array: they must say what their items are
 
 
 def _summary(name: str, func: Callable) -> str:
@@ -113,15 +113,27 @@ def _json_type(hint, where: str) -> dict:
     if origin in (typing.Union, types.UnionType):
         options = [_json_type(a, where) for a in args if a is not type(None)]
         return options[0] if len(options) == 1 else {"anyOf": options}
-    if origin in (list, tuple, set, frozenset) or origin is typing.get_origin(list[int]):
-        schema = {"type": "array"}
-        if args and args[0] is not Ellipsis:
-            schema["items"] = _json_type(args[0], where)
-        return schema
+    if hint in (list, tuple, set, frozenset) or origin in (list, tuple, set, frozenset):
+        return _array(hint, origin, args, where)
     if origin is dict:
         return {"type": "object"}
     raise ValueError(f"{where}: cannot describe the type {hint!r} in JSON Schema; "
                      "use str, int, float, bool, list[...], dict or Literal[...]")
+
+
+def _array(hint, origin, args, where: str) -> dict:
+    """An array schema always says what its items are: OpenAI rejects ``{"type": "array"}`` alone."""
+    kinds = [a for a in args if a is not Ellipsis]
+    if not kinds or typing.Any in kinds:
+        shown = getattr(hint, "__name__", None) or repr(hint)
+        raise ValueError(f"{where}: '{shown}' does not say what the items are, and the APIs reject an array "
+                         "schema without 'items'; annotate it as list[str], list[int], tuple[float, ...] or similar")
+    items = [_json_type(a, where) for a in kinds]
+    unique = [s for i, s in enumerate(items) if s not in items[:i]]
+    schema = {"type": "array", "items": unique[0] if len(unique) == 1 else {"anyOf": unique}}
+    if origin is tuple and Ellipsis not in args:   # tuple[int, str]: exactly that many items
+        schema["minItems"] = schema["maxItems"] = len(kinds)
+    return schema
 
 
 def tool_schema(func: Callable) -> dict:

@@ -121,7 +121,6 @@ TYPE_TABLE = [
     (int, {"type": "integer"}),
     (float, {"type": "number"}),
     (bool, {"type": "boolean"}),
-    (list, {"type": "array"}),
     (list[str], {"type": "array", "items": {"type": "string"}}),
     (list[int], {"type": "array", "items": {"type": "integer"}}),
     (dict, {"type": "object"}),

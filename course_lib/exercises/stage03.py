@@ -79,6 +79,8 @@ EXERCISES = {
         Case("str | int", lambda f: f(str | int),
              expected={"anyOf": [{"type": "string"}, {"type": "integer"}]},
              hint="a union of several non-None types becomes {'anyOf': [...]}"),
+        Case("a bare list is refused", lambda f: f(list), raises=ValueError,
+             hint="a bare list does not say what its items are, and the APIs reject an array without 'items'"),
         Case("set[str] is refused", lambda f: f(set[str]), raises=ValueError, hint=REFUSE_HINT),
         Case("bytes is refused", lambda f: f(bytes), raises=ValueError, hint=REFUSE_HINT),
     ]),

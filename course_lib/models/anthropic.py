@@ -2,22 +2,42 @@
 
 Adds: three pure translation functions that unit tests feed plain dicts — ``tools_to_anthropic`` (each
 tool's ``tool_spec`` as ``{"name", "description", "input_schema"}``), ``history_to_anthropic`` (the agent's
-provider-neutral history → ``system`` plus ``messages``: the assistant's ``tool_use`` turn echoed back,
-and every ``tool_result`` of that turn, ``is_error`` where a tool failed, in ONE user message) and
-``reply_from_anthropic`` (response → ``Reply`` with text, tool calls and token usage) — and
-``AnthropicModel``, which calls the real SDK with them. The ``Agent`` of stage 06 is unchanged.
+provider-neutral history → ``system`` plus ``messages``: the assistant's turn sent back exactly as the API
+returned it, and every ``tool_result`` of that turn, ``is_error`` where a tool failed, in ONE user message)
+and ``reply_from_anthropic`` (response → ``Reply`` with text, tool calls, thinking text, the stop reason and
+token usage) — and ``AnthropicModel``, which calls the real SDK with them. The ``Agent`` of stage 06 is
+unchanged.
 
-Leaves out: streaming, prompt caching, extended thinking and images. ``temperature`` is not sent: the
-current SDK's ``messages.create`` no longer takes it.
+Thinking: current Claude models may think before they answer. A reply can start with a ``thinking`` block
+(its text often left out, but always with a ``signature``) or a ``redacted_thinking`` block. The API
+requires those blocks back, unchanged and in order, with the ``tool_use`` turn they came with, and the
+conversation before them unchanged (append-only). So ``Reply.raw`` keeps the content blocks exactly as they
+came, and ``history_to_anthropic`` sends them back verbatim: blocks are read by ``type``, never by position,
+and a block type this code does not know goes back too.
+
+Stop reasons: ``refusal`` → ``"refused"``, ``max_tokens`` → ``"max_tokens"`` (a ``tool_use`` cut off mid-way
+is never run), ``model_context_window_exceeded`` → ``"context_full"``.
+
+Leaves out: streaming (so ``max_tokens`` stays under what the SDK allows without it), prompt caching and
+images. ``temperature`` is not sent: the current SDK's ``messages.create`` no longer takes it.
 """
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 
 from ..describe import tool_spec
-from .base import ModelError, Reply, ToolCall
+from .base import ModelError, Reply, ToolCall, scrub
 from .catalog import model_id
 from .remote import call_api, make_client
+
+# Room for adaptive thinking (it counts toward max_tokens) and still a plain, non-streaming request: the SDK
+# refuses a non-streaming call whose max_tokens could take over ten minutes (about 21,000 tokens and up).
+DEFAULT_MAX_TOKENS = 16000
+STOPS = {"refusal": "refused", "max_tokens": "max_tokens", "model_context_window_exceeded": "context_full"}
+THINKING = {"adaptive": {"type": "adaptive"}, "summarized": {"type": "adaptive", "display": "summarized"},
+            "disabled": {"type": "disabled"}}
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
 
 
 def tools_to_anthropic(tools: Mapping[str, Callable]) -> list[dict]:
@@ -29,6 +49,16 @@ def _blocks(content) -> list[dict]:
     return content if isinstance(content, list) else [{"type": "text", "text": content}]
 
 
+def _assistant_content(m: dict) -> list[dict] | str:
+    raw = m.get("raw")
+    if isinstance(raw, dict) and raw.get("format") == "anthropic":
+        return list(raw["content"])   # exactly what the API sent: thinking, signatures, unknown block types
+    content = [{"type": "text", "text": m["content"]}] if m.get("content") else []
+    content += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
+                for c in m.get("tool_calls") or []]
+    return content if m.get("tool_calls") else m.get("content", "")
+
+
 def history_to_anthropic(history: list[dict]) -> tuple[str, list[dict]]:
     """(system, messages) for ``messages.create``. Neighbouring messages of one role are merged, since
     the API wants user and assistant turns to alternate; tool results thus share one user message."""
@@ -37,11 +67,8 @@ def history_to_anthropic(history: list[dict]) -> tuple[str, list[dict]]:
     for m in history:
         if m["role"] == "system":
             continue
-        if m["role"] == "assistant" and m.get("tool_calls"):
-            content = [{"type": "text", "text": m["content"]}] if m.get("content") else []
-            content += [{"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
-                        for c in m["tool_calls"]]
-            message = {"role": "assistant", "content": content}
+        if m["role"] == "assistant":
+            message = {"role": "assistant", "content": _assistant_content(m)}
         elif m["role"] == "tool":
             result = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
             if m.get("is_error"):
@@ -50,7 +77,7 @@ def history_to_anthropic(history: list[dict]) -> tuple[str, list[dict]]:
         else:
             message = {"role": m["role"], "content": m["content"]}
         if messages and messages[-1]["role"] == message["role"]:
-            messages[-1]["content"] = _blocks(messages[-1]["content"]) + _blocks(message["content"])
+            messages[-1] = {**messages[-1], "content": _blocks(messages[-1]["content"]) + _blocks(message["content"])}
         else:
             messages.append(message)
     return system, messages
@@ -58,22 +85,43 @@ def history_to_anthropic(history: list[dict]) -> tuple[str, list[dict]]:
 
 def reply_from_anthropic(data: dict) -> Reply:
     blocks = data.get("content") or []
-    calls = tuple(ToolCall(name=b["name"], args=b.get("input") or {}, id=b["id"])
+    calls = tuple(ToolCall(name=b["name"], args=scrub(b.get("input") or {}), id=b["id"])
                   for b in blocks if b.get("type") == "tool_use")
     usage = data.get("usage") or {}
-    return Reply(text="".join(b.get("text", "") for b in blocks if b.get("type") == "text"), tool_calls=calls,
+    reason = data.get("stop_reason")
+    return Reply(text=scrub("".join(b.get("text", "") for b in blocks if b.get("type") == "text")), tool_calls=calls,
                  usage={"input_tokens": usage.get("input_tokens") or 0,
-                        "output_tokens": usage.get("output_tokens") or 0})
+                        "output_tokens": usage.get("output_tokens") or 0},
+                 stop=STOPS.get(reason), provider_stop=reason,
+                 thinking="\n".join(b["thinking"] for b in blocks if b.get("type") == "thinking" and b.get("thinking")),
+                 raw={"format": "anthropic", "content": blocks})
+
+
+def _setting(value, variable: str, allowed, what: str):
+    value = value if value is not None else (os.environ.get(variable, "").strip() or None)
+    if value is not None and not isinstance(value, dict) and value not in allowed:
+        raise ValueError(f"{what} must be one of {', '.join(allowed)} (or unset for the model's default), "
+                         f"not {value!r}; check {variable}")
+    return value
 
 
 class AnthropicModel:
-    """Claude through the Messages API. ``AnthropicModel()`` reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL."""
+    """Claude through the Messages API. ``AnthropicModel()`` reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
+
+    ``thinking``: None (default: the model decides; Claude Haiku 5.5 thinks adaptively and leaves the text
+    out), ``"adaptive"``, ``"summarized"`` (adaptive, with a summary of the thinking returned) or
+    ``"disabled"``; or COURSE_ANTHROPIC_THINKING. ``effort``: None (the model's default), or one of
+    ``low``, ``medium``, ``high``, ``xhigh``, ``max``; or COURSE_ANTHROPIC_EFFORT."""
 
     def __init__(self, model: str | None = None, *, client=None, base_url: str | None = None,
-                 api_key: str | None = None, max_tokens: int = 1024, native_tools: bool = True,
-                 max_retries: int = 2):
+                 api_key: str | None = None, max_tokens: int = DEFAULT_MAX_TOKENS, native_tools: bool = True,
+                 max_retries: int = 2, thinking: str | dict | None = None, effort: str | None = None):
         self.model = model or model_id("anthropic")
+        if type(max_tokens) is not int or max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive whole number, not {max_tokens!r}")
         self.max_tokens, self.native_tools = max_tokens, native_tools
+        self.thinking = _setting(thinking, "COURSE_ANTHROPIC_THINKING", tuple(THINKING), "thinking")
+        self.effort = _setting(effort, "COURSE_ANTHROPIC_EFFORT", EFFORTS, "effort")
         self.client = client or make_client("anthropic", base_url=base_url, api_key=api_key,
                                             max_retries=max_retries)
 
@@ -85,12 +133,17 @@ class AnthropicModel:
             request["system"] = system
         if tools and self.native_tools:
             request["tools"] = tools_to_anthropic(tools)
-        return request
+        if self.thinking is not None:
+            request["thinking"] = THINKING.get(self.thinking, self.thinking)
+        if self.effort is not None:
+            request["output_config"] = {"effort": self.effort}
+        return scrub(request)   # half an emoji cannot be sent as UTF-8: it becomes U+FFFD
 
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> Reply:
         request = self.request(messages, tools)
-        response = call_api("anthropic", self.model, lambda: self.client.messages.create(**request))
-        return reply_from_anthropic(response.model_dump())
+        response = call_api("anthropic", self.model, lambda: self.client.messages.create(**request),
+                            base_url=str(getattr(self.client, "base_url", "")))
+        return reply_from_anthropic(response.model_dump(exclude_unset=True))
 
     def __repr__(self) -> str:
         return f"AnthropicModel(model={self.model!r}, native_tools={self.native_tools})"

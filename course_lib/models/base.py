@@ -6,15 +6,35 @@ function mapping, which native tool-calling adapters (stage 08) turn into their 
 
 A ``Reply`` carries text, and optionally native ``tool_calls``: the agent runs those directly instead of
 parsing the text, so the same ``Agent`` drives a scripted model, a text-JSON model and a real API.
-A model that cannot answer raises ``ModelError``; the agent ends the run with ``stop_reason="model_error"``.
+A model that cannot answer raises ``ModelError``; the agent ends the run with ``stop_reason="model_error"``
+(or the error's own ``stop_reason``, e.g. ``"context_full"`` when the conversation no longer fits).
+
+Real APIs can also stop *without* a usable answer: they refuse, run out of output tokens, or find the context
+window full. A ``Reply`` says so in ``stop``: ``"refused"``, ``"max_tokens"`` or ``"context_full"`` (``None``
+is a normal reply), with the provider's own word in ``provider_stop``. ``raw`` holds the provider's assistant
+content exactly as it came (e.g. Claude's signed thinking blocks), which the adapter must send back unchanged.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 
+STOPS = {"refused": "The model refused this request ({why}), so there is no answer; rephrase the goal "
+                    "or try another model.",
+         "max_tokens": "The model ran out of output tokens ({why}) before it finished; its partial output is in "
+                       "the trace, not used as the answer. Raise max_tokens or ask for less.",
+         "context_full": "The conversation no longer fits the model's context window ({why}); trim or summarise "
+                         "the history, or start a new run."}
+
+
 class ModelError(Exception):
     """The model could not produce a reply (script ran out, API refused, network down, ...)."""
+    stop_reason = "model_error"
+
+
+class ContextFullError(ModelError):
+    """The request is longer than the model's context window: the run stops with ``"context_full"``."""
+    stop_reason = "context_full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +49,10 @@ class Reply:
     text: str = ""
     tool_calls: tuple[ToolCall, ...] = ()
     usage: dict | None = None   # {"input_tokens": n, "output_tokens": m} when the provider reports it
+    stop: str | None = None     # None, or "refused" / "max_tokens" / "context_full": no usable answer
+    provider_stop: str | None = None   # the provider's own stop/finish reason, e.g. "end_turn", "length"
+    thinking: str = ""          # thinking text, when the provider returns it (often it does not)
+    raw: dict | None = field(default=None, repr=False)   # {"format": "anthropic", "content": [blocks as sent]}
 
     @classmethod
     def coerce(cls, value) -> "Reply":
@@ -41,5 +65,27 @@ class Reply:
             calls = tuple(c if isinstance(c, ToolCall) else
                           ToolCall(name=c["name"], args=c.get("args", {}), id=c.get("id") or f"call_{i + 1}")
                           for i, c in enumerate(value.get("tool_calls", ())))
-            return cls(text=value.get("text", ""), tool_calls=calls, usage=value.get("usage"))
+            stop = value.get("stop")
+            if stop is not None and stop not in STOPS:
+                raise ModelError(f"unknown stop {stop!r}: use one of {', '.join(STOPS)} or leave it out")
+            return cls(text=value.get("text", ""), tool_calls=calls, usage=value.get("usage"), stop=stop,
+                       provider_stop=value.get("provider_stop"), thinking=value.get("thinking", ""))
         raise ModelError(f"a model reply must be text, a dict or a Reply, not {type(value).__name__}")
+
+
+def scrub(value):
+    """``value`` with every lone surrogate (half an emoji, e.g. from a JSON ``"\\ud83d"``) replaced by U+FFFD.
+
+    Such text cannot be encoded as UTF-8, so the SDKs and ``json`` writers would raise on it. Pairs that
+    belong together become the real character. Works through dicts, lists and tuples; other values pass."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+            return value
+        except UnicodeEncodeError:
+            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {scrub(k): scrub(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(scrub(v) for v in value)
+    return value

@@ -7,6 +7,10 @@ assistant's ``tool_calls`` echoed back with arguments as JSON text, then one ``r
 the dispatcher as text, which turns them into an error the model can fix) — and ``OpenAIModel``.
 ``OpenAIModel.ollama()`` points the same class at a local Ollama server.
 
+Stop reasons: ``finish_reason`` ``"length"`` → ``"max_tokens"`` (a tool call cut off mid-way is never run),
+``"content_filter"`` or a ``message.refusal`` → ``"refused"``. A context that no longer fits is an error
+(400 ``context_length_exceeded``), which ends the run with ``"context_full"``.
+
 Leaves out: the newer Responses API, streaming, structured outputs and images.
 """
 from __future__ import annotations
@@ -15,7 +19,7 @@ import json
 from collections.abc import Callable, Mapping
 
 from ..describe import tool_spec
-from .base import Reply, ToolCall
+from .base import Reply, ToolCall, scrub
 from .catalog import OLLAMA_URL, model_id
 from .remote import call_api, make_client
 
@@ -49,14 +53,22 @@ def _arguments(raw):
     return value
 
 
+STOPS = {"length": "max_tokens", "content_filter": "refused"}
+
+
 def reply_from_openai(data: dict) -> Reply:
-    message = (data.get("choices") or [{}])[0].get("message") or {}
-    calls = tuple(ToolCall(name=c["function"]["name"], args=_arguments(c["function"].get("arguments")), id=c["id"])
-                  for c in message.get("tool_calls") or [])
+    choice = (data.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    calls = tuple(ToolCall(name=c["function"]["name"], args=scrub(_arguments(c["function"].get("arguments"))),
+                           id=c["id"])
+                  for c in message.get("tool_calls") or [] if c.get("function"))
     usage = data.get("usage") or {}
-    return Reply(text=message.get("content") or "", tool_calls=calls,
+    reason = choice.get("finish_reason")
+    stop = "refused" if message.get("refusal") else STOPS.get(reason)
+    return Reply(text=scrub(message.get("content") or message.get("refusal") or ""), tool_calls=calls,
                  usage={"input_tokens": usage.get("prompt_tokens") or 0,
-                        "output_tokens": usage.get("completion_tokens") or 0})
+                        "output_tokens": usage.get("completion_tokens") or 0},
+                 stop=stop, provider_stop="refusal" if message.get("refusal") else reason)
 
 
 class OpenAIModel:
@@ -82,11 +94,12 @@ class OpenAIModel:
         request = {"model": self.model, "messages": history_to_openai(messages)}
         if tools and self.native_tools:
             request["tools"] = tools_to_openai(tools)
-        return request
+        return scrub(request)   # half an emoji cannot be sent as UTF-8: it becomes U+FFFD
 
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> Reply:
         request = self.request(messages, tools)
-        response = call_api(self.provider, self.model, lambda: self.client.chat.completions.create(**request))
+        response = call_api(self.provider, self.model, lambda: self.client.chat.completions.create(**request),
+                            base_url=str(getattr(self.client, "base_url", "")))
         return reply_from_openai(response.model_dump())
 
     def __repr__(self) -> str:

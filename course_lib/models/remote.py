@@ -1,18 +1,26 @@
 """What the real-API adapters of stage 08 share: building an SDK client, and turning SDK errors into one
 readable sentence (``ModelError``) so a failed call ends the run cleanly instead of with a traceback.
 
+The sentence says what happened and what to do, then quotes the API's own message (trimmed, with anything
+that looks like a key masked) and the request id, which the provider's support asks for. The cases are one
+table, ``explain_api_error``: a key without billing is not a rate limit, a 404 may be the base URL rather
+than the model, an overloaded API is not your fault, a context that no longer fits stops the run with
+``"context_full"``.
+
 The SDKs are imported here only inside functions, when a real model is constructed or fails: ``import
 course_lib`` never loads them. No message built here contains an API key.
 """
 from __future__ import annotations
 
 import os
+import re
 
-from .base import ModelError
+from .base import ContextFullError, ModelError
 
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 URL_VARS = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
 NAMES = {"anthropic": "Anthropic", "openai": "OpenAI", "ollama": "Ollama"}
+_KEYISH = re.compile(r"\b(sk-[A-Za-z0-9_*-]{6,}|[A-Za-z0-9_-]{32,})")   # key-like tokens, masked in messages
 
 
 class MissingKeyError(ModelError):
@@ -39,50 +47,86 @@ def make_client(provider: str, *, base_url: str | None, api_key: str | None, max
     return openai.OpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
 
 
-def call_api(provider: str, model: str, send):
+def call_api(provider: str, model: str, send, base_url: str = ""):
     """``send()`` an SDK request; an SDK error becomes a one-sentence ModelError, anything else (a bug) raises."""
     try:
         return send()
     except Exception as e:
-        explained = explain_api_error(e, provider, model)
+        explained = explain_api_error(e, provider, model, base_url)
         if explained is None:
             raise
         raise explained from None
 
 
-def _detail(error) -> str:
+def _error_fields(error) -> tuple[str, str, str]:
+    """(message, type, code) from an SDK error's body: a provider's error object, or Ollama's plain string."""
     body = getattr(error, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
-        if isinstance(inner, dict) and inner.get("message"):
-            return str(inner["message"])
-    return str(getattr(error, "message", "") or error)
+        if isinstance(inner, dict):
+            return str(inner.get("message") or ""), str(inner.get("type") or ""), str(inner.get("code") or "")
+        if isinstance(inner, str):
+            return inner, "", ""
+    if isinstance(body, str):
+        return body, "", ""
+    return str(getattr(error, "message", "") or ""), "", ""
 
 
-def explain_api_error(error: Exception, provider: str, model: str) -> ModelError | None:
+def _quote(message: str, request_id: str | None, limit: int = 300) -> str:
+    message = _KEYISH.sub(lambda m: m[0][:3] + "…", " ".join(message.split()))
+    if len(message) > limit:
+        message = message[:limit - 1] + "…"
+    said = f' The API said: "{message}"' if message else ""
+    return said + (f" (request id {request_id})." if request_id else ("." if said else ""))
+
+
+def explain_api_error(error: Exception, provider: str, model: str, base_url: str = "") -> ModelError | None:
     """A ModelError with one sentence saying what went wrong and what to do; None if not an SDK error."""
     name = NAMES[provider]
+    if isinstance(error, ValueError) and "Streaming is required" in str(error):
+        return ModelError(f"{name}: this max_tokens is too large for a request without streaming (the SDK refuses "
+                          "ones that could take over ten minutes, about 21,000 tokens and up); use 16000 or less")
     module = __import__("anthropic" if provider == "anthropic" else "openai")
     if isinstance(error, module.APIConnectionError):
-        return ModelError(f"could not reach the {name} server ({type(error).__name__}); check the network "
-                          "or the base URL, or use the local stand-in server")
+        where = f" at {base_url}" if base_url else ""
+        hint = "is `ollama serve` running?" if provider == "ollama" else "check the network or the base URL"
+        return ModelError(f"could not reach the {name} server{where} ({type(error).__name__}): {hint}; "
+                          "without a key the notebooks use the local stand-in server")
     if not isinstance(error, module.APIStatusError):
         return None
-    status, detail = error.status_code, _detail(error)
+    status = error.status_code
+    message, kind, code = _error_fields(error)
+    said = _quote(message, getattr(error, "request_id", None))
+    low = f"{message} {kind} {code}".lower()
     key_var, model_var = KEY_VARS.get(provider, "the API key"), f"COURSE_{provider.upper()}_MODEL"
-    if status == 401:
+    if status == 413 or kind == "request_too_large":
+        text = f"{name} refused the request as too large (413): trim the conversation or the tool results"
+    elif "context_length" in low or "prompt is too long" in low or "context window" in low:
+        return ContextFullError(f"The conversation no longer fits the model's context window ({name}, {status}): "
+                                f"trim or summarise the history, or start a new run.{said}")
+    elif status == 402 or "billing_error" in low or "insufficient_quota" in low or "credit balance" in low:
+        text = (f"{name} says this key has no credit or quota left ({status} {code or kind or 'billing'}): this is "
+                "not a rate limit and waiting will not help; add billing or credit to the account, or use another key")
+    elif status == 401:
         text = f"{name} rejected the API key (401 authentication error); check {key_var}"
     elif status == 403:
-        text = f"{name} refused access (403 permission denied): {detail}"
+        text = f"{name} refused access (403 permission denied): this key may not use model '{model}'"
+    elif status == 404 and provider == "ollama":
+        text = (f"Ollama has no model '{model}' (404): run `ollama pull {model}`, or set {model_var} to a model "
+                "you have (`ollama list`)")
     elif status == 404:
-        text = (f"{name} does not know model '{model}' (404 not found): it may be retired or misspelt; "
-                f"set {model_var} to a current model ID")
+        where = f" at {base_url}" if base_url else ""
+        text = (f"{name} answered 404 not found{where}: either the model ID '{model}' is retired or misspelt "
+                f"(set {model_var} to a current one; `course doctor` checks it) or the base URL is wrong "
+                f"(check {URL_VARS.get(provider, 'the base URL')})")
     elif status == 400:
-        text = f"{name} rejected the request (400 bad request): {detail}"
+        text = f"{name} rejected the request (400 bad request)"
     elif status == 429:
-        text = f"{name} is rate-limiting this key (429), still after the SDK's retries: wait and try again"
+        text = f"{name} is rate-limiting this key (429), still after the SDK's retries: wait a minute and try again"
+    elif status == 529 or kind == "overloaded_error":
+        text = f"{name}'s API is overloaded right now ({status}), still after the SDK's retries: try again later"
     elif status >= 500:
         text = f"{name} had a server error ({status}), still after the SDK's retries: try again later"
     else:
-        text = f"{name} answered with an error ({status}): {detail}"
-    return ModelError(text)
+        text = f"{name} answered with an error ({status})"
+    return ModelError(text + (said or "."))

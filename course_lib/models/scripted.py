@@ -3,7 +3,9 @@
 Adds: ``ScriptedModel(replies)``, which answers with the given replies in order, one per call, records the
 messages it was called with, and raises ``ModelError`` once the script runs out (the agent then stops with
 ``"model_error"``). A reply may be text (the JSON protocol of stage 04), a dict or ``Reply`` with native
-tool calls, or an exception to raise (a simulated API failure). ``SCENARIOS`` holds the course's scripts:
+tool calls, or an exception to raise (a simulated API failure). A dict may also say how a real API
+stopped without an answer, ``{"stop": "refused" | "max_tokens" | "context_full", "text": ...}``, so the
+agent's handling of refusals and cut-off replies can be tested offline. ``SCENARIOS`` holds the course's scripts:
 the price question of the staged course and the four situations of the loop walkthrough.
 
 Leaves out: any intelligence. It does not read the conversation; that is the point: a test knows exactly
