@@ -172,19 +172,20 @@ def cmd_doctor(args) -> int:
 
 
 def _check_model_ids() -> int:
-    """Print the configured model IDs; warn (and count a problem) for one the SDK marks deprecated."""
-    from .models.catalog import ENV_VARS, deprecation, model_id
-    warnings = 0
+    """Print each configured model ID and its lifecycle status; count a retired or soon-retiring one as a problem."""
+    from .models.catalog import check_model, model_id
+    problems = 0
     for provider in ("anthropic", "openai", "ollama"):
         model = model_id(provider)
-        try:
-            note = deprecation(provider, model)
-        except ImportError:
-            note = None
-        warnings += note is not None
-        status = f"WARNING: deprecated ({note}); set {ENV_VARS[provider]} to a current ID" if note else "ok"
-        print(f"{provider + ' model':<22} {model}  {status}")
-    return warnings
+        status = check_model(provider, model)   # asks the provider only when its API key is set; never raises
+        problems += status.problem
+        print(f"{provider + ' model':<22} {model}  {status.note}")
+    return problems
+
+
+def _live_check(args) -> int:
+    from .livecheck import cmd_live_check
+    return cmd_live_check(args)
 
 
 def cmd_check(args) -> int:
@@ -224,7 +225,8 @@ def cmd_make_exercises(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description="Build an LLM Agent from Scratch: course tools.")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{demo,doctor,check,make-exercises}")
+    sub = parser.add_subparsers(dest="command", required=True,
+                                metavar="{demo,doctor,live-check,check,make-exercises}")
     demo = sub.add_parser("demo", help="run the agent with a scripted model and print each step")
     demo.add_argument("goal", nargs="?", help=f"what to ask (default: {SCENARIOS['price']['goal']!r})")
     demo.add_argument("--model", choices=["scripted", "anthropic", "openai", "ollama"], default="scripted",
@@ -234,6 +236,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
     doctor = sub.add_parser("doctor", help="check Python, packages, keys (set or not) and notebook kernels")
     doctor.set_defaults(func=cmd_doctor)
+    live = sub.add_parser("live-check", help="with a key (or Ollama running): check the real API works with the "
+                                             "course's loop, in one short scenario")
+    live.add_argument("provider", nargs="?", default="all", choices=["anthropic", "openai", "ollama", "all"])
+    live.set_defaults(func=_live_check)
     check = sub.add_parser("check", help="grade exercise notebooks of a stage in a fresh kernel, offline")
     check.add_argument("stage", type=_stage, help="the stage, 01 to 08")
     check.add_argument("notebooks", nargs="*", help="notebooks to grade (default: exercises/NN_*_exercises.ipynb)")

@@ -7,7 +7,7 @@ from course_lib import default_tools
 from course_lib.describe import build_system_prompt
 from course_lib.models import ModelError, ToolCall
 from course_lib.models.anthropic import history_to_anthropic, reply_from_anthropic, tools_to_anthropic
-from course_lib.models.catalog import DEFAULTS, deprecation, model_id
+from course_lib.models.catalog import DEFAULTS, model_id
 from course_lib.models.openai import history_to_openai, reply_from_openai, tools_to_openai
 from course_lib.models.remote import MissingKeyError, require_key
 from course_lib.tools import calculator, lookup
@@ -106,13 +106,6 @@ def test_model_ids_come_from_one_place_and_the_environment(monkeypatch):
     monkeypatch.setenv("COURSE_ANTHROPIC_MODEL", "claude-test-1")
     monkeypatch.setenv("COURSE_OPENAI_MODEL", "gpt-test")
     assert model_id("anthropic") == "claude-test-1" and model_id("openai") == "gpt-test"
-
-
-def test_defaults_are_not_deprecated_but_retired_ids_are_flagged():
-    assert deprecation("anthropic", DEFAULTS["anthropic"]) is None
-    assert deprecation("openai", DEFAULTS["openai"]) is None
-    assert "2026" in deprecation("anthropic", "claude-sonnet-4-5")
-    assert deprecation("openai", "gpt-5") and deprecation("openai", "gpt-5.1-mini") == "not supported"
 
 
 def test_a_missing_key_is_one_clear_sentence(monkeypatch):

@@ -63,8 +63,11 @@ def test_bad_environment_step_cap_is_one_line():
 
 def test_doctor_reports_keys_without_values():
     secret = "sk-ant-doctor-test-value-123"
-    result = run_cli("doctor", env={"ANTHROPIC_API_KEY": secret})
+    # The base URL is a closed local port: with a key doctor asks the models endpoint, and here it must
+    # fail fast and say so, without sending anything off this machine.
+    result = run_cli("doctor", env={"ANTHROPIC_API_KEY": secret, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
     assert result.returncode in (0, 1)
+    assert "claude-haiku-5-5  could not check (APIConnectionError" in result.stdout
     assert "ANTHROPIC_API_KEY" in result.stdout and "set" in result.stdout
     assert secret not in result.stdout + result.stderr
     assert "Python" in result.stdout and "anthropic" in result.stdout
@@ -92,9 +95,9 @@ def test_demo_goes_live_through_the_sdk_when_a_server_and_key_are_there():
     assert "sk-standin-only" not in result.stdout + result.stderr
 
 
-def test_doctor_warns_about_a_deprecated_model_id():
-    result = run_cli("doctor", env={"COURSE_ANTHROPIC_MODEL": "claude-sonnet-4-5"})
-    assert "claude-sonnet-4-5  WARNING: deprecated" in result.stdout and result.returncode == 1
+def test_doctor_flags_a_retired_model_id():
+    result = run_cli("doctor", env={"COURSE_ANTHROPIC_MODEL": "claude-2.1"})
+    assert "claude-2.1  RETIRED on 2025-07-21" in result.stdout and result.returncode == 1
 
 
 @pytest.mark.parametrize("answer, written", [("y\n", True), ("n\n", False), ("", False)])

@@ -171,20 +171,7 @@ def test_no_key_leaks_into_history_transcripts_logs_or_errors(provider, tmp_path
     assert not [text for text in everything if SECRET in text]
 
 
-@pytest.mark.skipif(not (os.environ.get("COURSE_LIVE") == "1" and os.environ.get("ANTHROPIC_API_KEY")),
-                    reason="live test: set COURSE_LIVE=1 and ANTHROPIC_API_KEY to run it against the real API")
-def test_live_anthropic():
-    agent = Agent(default_tools(), AnthropicModel())
-    answer = agent.run("Use the tools: look up the unit price (topic 'unit price') and compute the cost of 7 units.")
-    assert agent.stop_reason == "finish" and "168" in answer
-
-
-@pytest.mark.skipif(not (os.environ.get("COURSE_LIVE") == "1" and os.environ.get("OPENAI_API_KEY")),
-                    reason="live test: set COURSE_LIVE=1 and OPENAI_API_KEY to run it against the real API")
-def test_live_openai():
-    agent = Agent(default_tools(), OpenAIModel())
-    answer = agent.run("Use the tools: look up the unit price (topic 'unit price') and compute the cost of 7 units.")
-    assert agent.stop_reason == "finish" and "168" in answer
+# The live tests (COURSE_LIVE=1 and a key) are `course live-check`'s scenario: tests/test_livecheck.py::test_live.
 
 
 def post(server, path, body, key="k"):

@@ -1,0 +1,126 @@
+"""``course live-check [anthropic|openai|ollama|all]``: the first thing to run with a new key.
+
+It runs one short scenario against the real API with the course's own ``Agent`` and tools — two tool calls
+in one turn (one of them fails on purpose, a division by zero), then a third call, then an answer — and
+reports what the provider did: the model ID, the stop reasons it sent, whether parallel calls came, whether
+the tool error went back with ``is_error`` and the model carried on, whether thinking blocks made the round
+trip (the API rejects a follow-up that drops or alters them), tokens, and a cost at *example* prices.
+
+Exit status: 0 when the run finished with an answer, tools ran and the tool error was handled; 1 when the
+API or the loop failed; 2 when there is nothing to check against (no key, no Ollama server).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .agent import Agent
+from .models.base import ModelError
+from .models.remote import MissingKeyError
+from .plots import EXAMPLE_PRICES
+from . import default_tools
+
+GOAL = ("Two things at once, please: look up the unit price (topic: 단가) and compute 10/0 with the calculator; "
+        "call both tools in the same turn. Then compute 24*7 with the calculator and tell me, in one sentence, "
+        "what seven units cost.")
+PROVIDERS = ("anthropic", "openai", "ollama")
+
+
+class _Recorder:
+    """Wraps a model and keeps every Reply, so the report can say what the provider sent."""
+
+    def __init__(self, model):
+        self.model, self.replies = model, []
+        self.native_tools = getattr(model, "native_tools", False)
+
+    def complete(self, messages, tools=None):
+        reply = self.model.complete(messages, tools)
+        self.replies.append(reply)
+        return reply
+
+
+@dataclass
+class LiveReport:
+    provider: str
+    model: str = ""
+    checks: list[tuple[bool, str]] = field(default_factory=list)   # (passed, sentence): these decide the result
+    notes: list[str] = field(default_factory=list)                  # information only
+    status: int = 0                                                 # 0 compatible, 1 failed, 2 not checked
+
+    def lines(self) -> list[str]:
+        head = f"course live-check {self.provider}" + (f": model {self.model}" if self.model else "")
+        body = [f"  {'✓' if ok else '✗'} {text}" for ok, text in self.checks] + [f"  · {n}" for n in self.notes]
+        verdict = {0: "compatible: the course's loop works with this model",
+                   1: "NOT compatible: see the ✗ lines above", 2: "not checked"}[self.status]
+        return [head, *body, f"  result: {verdict}"]
+
+
+def build_model(provider: str):
+    if provider == "anthropic":
+        from .models.anthropic import AnthropicModel
+        return AnthropicModel()
+    if provider == "openai":
+        from .models.openai import OpenAIModel
+        return OpenAIModel()
+    from .cli import live_model   # checks that a local Ollama server answers first
+    return live_model("ollama")
+
+
+def live_check(provider: str, model=None, max_steps: int = 6) -> LiveReport:
+    """Run the scenario once against ``provider`` (or the given model object) and report."""
+    report = LiveReport(provider)
+    try:
+        model = model or build_model(provider)
+    except MissingKeyError as e:
+        report.notes.append(str(e))
+        report.status = 2
+        return report
+    except ModelError as e:   # no Ollama server
+        report.notes.append(str(e))
+        report.status = 2
+        return report
+    report.model = getattr(model, "model", type(model).__name__)
+    recorder = _Recorder(model)
+    agent = Agent(default_tools(), recorder, max_steps=max_steps)
+    agent.run(GOAL)
+    replies = recorder.replies
+    runs = [run for step in agent.trace for run in step.runs]
+    errors = [i for i, m in enumerate(agent.history) if m.get("role") == "tool" and m.get("is_error")]
+    report.checks.append((agent.stop_reason == "finish",
+                          f"the run finished: stop reason {agent.stop_reason} after {agent.steps} step(s)"
+                          + ("" if agent.stop_reason == "finish" else f" ({agent.answer})")))
+    report.checks.append((bool(runs), "tool calls ran: " + (", ".join(r.tool for r in runs) or "none")))
+    went_on = bool(errors) and any(m["role"] == "assistant" for m in agent.history[errors[0]:])
+    report.checks.append((went_on, "a tool error went back with is_error and the model carried on" if went_on
+                          else "no tool error was sent back and answered (the model skipped 10/0, or stopped)"))
+    widest = max((len(r.tool_calls) for r in replies), default=0)
+    report.notes.append(f"parallel tool calls in one turn: {'yes, ' + str(widest) if widest > 1 else 'not seen'}"
+                        " (models may choose not to; the course handles both)")
+    thinking = [b for r in replies[:-1] for b in ((r.raw or {}).get("content") or [])
+                if b.get("type") in ("thinking", "redacted_thinking")]
+    if provider == "anthropic":
+        report.notes.append(f"thinking blocks sent back unchanged and accepted: {len(thinking)}")
+    seen = [r.provider_stop or ("tool_calls" if r.tool_calls else "stop") for r in replies]
+    report.notes.append("stop reasons seen: " + (", ".join(seen) or "none"))
+    if agent.stop_reason == "finish":
+        report.notes.append(f"answer: {' '.join(agent.answer.split())[:200]}")
+    usage = agent.total_usage
+    cost = (usage["input_tokens"] * EXAMPLE_PRICES["input"] + usage["output_tokens"] * EXAMPLE_PRICES["output"]) / 1e6
+    report.notes.append(f"tokens: {usage['input_tokens']:,} in, {usage['output_tokens']:,} out; about ${cost:.4f} at "
+                        f"EXAMPLE prices (${EXAMPLE_PRICES['input']:.2f} / ${EXAMPLE_PRICES['output']:.2f} per "
+                        "million tokens in / out), not your provider's price list")
+    report.status = 0 if all(ok for ok, _ in report.checks) else 1
+    return report
+
+
+def cmd_live_check(args) -> int:
+    """Check each provider asked for; ``all`` checks every one that is set up and skips the others."""
+    providers = PROVIDERS if args.provider == "all" else (args.provider,)
+    statuses = []
+    for provider in providers:
+        report = live_check(provider)
+        print("\n".join(report.lines()), flush=True)
+        statuses.append(report.status)
+    if all(s == 2 for s in statuses):
+        print("Nothing was checked: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or start Ollama (`ollama serve`).")
+        return 2
+    return 1 if 1 in statuses else 0

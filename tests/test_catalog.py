@@ -1,0 +1,327 @@
+"""The model lifecycle check: dates against today, the SDKs' lists, the provider's own answer, never a crash.
+
+Every rule is tested with fixture tables (``deprecations=``, ``known_models=``, ``today=``), so an SDK
+release that changes its tables cannot break these tests. One test, marked below, reads the installed SDKs.
+"""
+from datetime import date, datetime, timedelta, timezone
+from types import SimpleNamespace
+
+import pytest
+
+from course_lib import cli
+from course_lib.models import catalog
+from course_lib.models.catalog import (DEFAULTS, ModelStatus, check_model, deprecation, model_status,
+                                       parse_date, parse_openai_notes)
+
+TODAY = date(2026, 3, 1)
+KNOWN = {"claude-current", "claude-old", "claude-soon", "claude-later"}
+
+
+def status(model, days=None, *, note=None, provider="anthropic", **kw):
+    """model_status with a fixture table: ``model`` retires ``days`` after TODAY (or carries ``note``)."""
+    table = {model: note} if note else {} if days is None else {model: str(TODAY + timedelta(days=days))}
+    return model_status(provider, model, today=TODAY, deprecations=table, known_models=KNOWN | {model}, **kw)
+
+
+# --- the date rules ---------------------------------------------------------------------------------------
+
+def test_an_id_past_its_retirement_date_is_retired_and_a_problem():
+    s = status("claude-old", -30)
+    assert s == ModelStatus("retired", "RETIRED on 2026-01-30: set COURSE_ANTHROPIC_MODEL to a current ID",
+                            "2026-01-30")
+    assert s.problem
+
+
+def test_the_retirement_day_itself_is_retired():
+    assert status("claude-old", 0).status == "retired"
+
+
+@pytest.mark.parametrize("days, expected", [(1, "warning"), (30, "warning"), (60, "warning"), (61, "ok"),
+                                            (365, "ok")])
+def test_a_warning_only_within_60_days(days, expected):
+    s = status("claude-soon", days)
+    assert s.status == expected and s.problem is (expected == "warning")
+    assert s.date == str(TODAY + timedelta(days=days)) and s.date in s.note
+
+
+def test_warning_and_far_future_notes_name_the_date_and_the_days_left():
+    assert status("claude-soon", 1).note == ("WARNING: deprecated (retires on 2026-03-02, in 1 day); "
+                                             "set COURSE_ANTHROPIC_MODEL to a current ID")
+    assert "in 45 days" in status("claude-soon", 45).note
+    far = status("claude-later", 200)   # deprecated, but nothing to do yet: ok, with the date for planning
+    assert far.note == "ok (deprecated: retires on 2026-09-17, in 200 days)" and not far.problem
+
+
+def test_a_current_id_is_plainly_ok():
+    assert status("claude-current") == ModelStatus("ok", "ok")
+
+
+def test_a_deprecation_without_a_date_is_a_warning_quoting_the_note():
+    s = status("gpt-odd", note="Not a supported model ID", provider="openai")
+    assert s.status == "warning" and "Not a supported model ID" in s.note and "COURSE_OPENAI_MODEL" in s.note
+
+
+def test_an_id_missing_from_the_sdk_list_is_unknown_not_a_crash_or_a_problem():
+    s = model_status("anthropic", "claude-haiku-5-5-typo", today=TODAY, deprecations={}, known_models=KNOWN)
+    assert s.status == "unknown" and "unknown to the installed anthropic SDK" in s.note and not s.problem
+
+
+def test_ollama_tags_are_free_form(monkeypatch):
+    def no_sdk(provider):
+        raise AssertionError("Ollama has no SDK list to read")
+    monkeypatch.setattr(catalog, "sdk_models", lambda p: None if p == "ollama" else no_sdk(p))
+    assert model_status("ollama", "my-own-model:latest", today=TODAY) == ModelStatus("ok", "ok")
+
+
+def test_the_course_table_knows_ids_the_sdks_dropped():
+    """claude-2.1 and Sonnet 3.5 showed "ok" when doctor read only the SDK's list of upcoming retirements."""
+    for model, retired_on in [("claude-2.1", "2025-07-21"), ("claude-3-5-sonnet-20241022", "2025-10-28")]:
+        s = model_status("anthropic", model, today=TODAY, deprecations={}, known_models=KNOWN)
+        assert (s.status, s.date) == ("retired", retired_on)
+    # a date the SDK itself gives wins over the course's (a provider may postpone a retirement)
+    later = model_status("anthropic", "claude-2.1", today=TODAY, deprecations={"claude-2.1": "2027-01-01"},
+                         known_models=KNOWN)
+    assert later.status == "ok" and later.date == "2027-01-01"
+
+
+# --- reading dates and the SDKs' notes --------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("November 30th, 2026", date(2026, 11, 30)), ("January 22nd, 2027", date(2027, 1, 22)),
+    ("June 1st, 2026", date(2026, 6, 1)), ("March 3rd, 2026", date(2026, 3, 3)),
+    ("Nov 30, 2026", date(2026, 11, 30)), ("2026-11-30", date(2026, 11, 30)),
+    ("Announced shutdown date: 2026-12-11. See", date(2026, 12, 11)),
+    ("February 30th, 2026", None), ("Smarch 3rd, 2026", None), ("soon", None), ("", None)])
+def test_dates_in_the_sdk_form_and_iso(text, expected):
+    assert parse_date(text) == expected
+
+
+OPENAI_NOTES = '''
+ChatModel: TypeAlias = Literal["gpt-new", "gpt-a", "gpt-b"]
+"""Deprecated values:
+
+- "gpt-a", "gpt-a-2025-01-01", "gpt-b",
+  "gpt-b-2025-02-02": Announced shutdown date: 2026-04-01. See
+  https://developers.openai.com/api/docs/deprecations for details.
+- "gpt-c": Not a supported model ID. Retained for SDK compatibility.
+- "gpt-d", "gpt-e": Announced shutdown
+  date: 2026-03-26. See https://developers.openai.com/api/docs/deprecations for
+  details and recommended replacements.
+- "gpt-f": Announced shutdown date:
+  2025-10-27.
+"""
+'''
+
+
+def test_openai_notes_are_read_across_wrapped_lines_with_several_ids_per_entry():
+    assert parse_openai_notes(OPENAI_NOTES) == {
+        "gpt-a": "2026-04-01", "gpt-a-2025-01-01": "2026-04-01", "gpt-b": "2026-04-01",
+        "gpt-b-2025-02-02": "2026-04-01", "gpt-c": "Not a supported model ID",
+        "gpt-d": "2026-03-26", "gpt-e": "2026-03-26", "gpt-f": "2025-10-27"}
+
+
+def test_openai_notes_that_moved_are_an_error_not_an_empty_table():
+    with pytest.raises(ValueError):
+        parse_openai_notes('ChatModel = Literal["gpt-a"]\n"""Every model is fine."""')
+
+
+def test_the_deprecation_wrapper_keeps_notebook_08s_text(monkeypatch):
+    tables = {"anthropic": {"claude-x": "January 22nd, 2027"}, "openai": parse_openai_notes(OPENAI_NOTES)}
+    monkeypatch.setattr(catalog, "sdk_deprecations", lambda provider: tables.get(provider, {}))
+    assert deprecation("anthropic", "claude-x") == "end of life January 22nd, 2027"
+    # once an SDK release drops claude-sonnet-4-5, the course's table still gives the same sentence
+    assert deprecation("anthropic", "claude-sonnet-4-5") == "end of life November 30th, 2026"
+    assert deprecation("anthropic", "claude-2.1") == "end of life July 21st, 2025"
+    assert deprecation("openai", "gpt-d") == "shutdown 2026-03-26" and deprecation("openai", "gpt-c") == "not supported"
+    assert deprecation("anthropic", "claude-current") is None and deprecation("ollama", "qwen3:8b") is None
+
+
+# --- never a crash ----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("reader, error", [("sdk_deprecations", ValueError("table changed shape")),
+                                           ("sdk_models", AttributeError("no ModelParam")),
+                                           ("sdk_models", ImportError("No module named 'anthropic'"))])
+def test_a_failing_sdk_reader_gives_could_not_check(monkeypatch, reader, error):
+    def broken(provider):
+        raise error
+    monkeypatch.setattr(catalog, reader, broken)
+    s = model_status("anthropic", "claude-haiku-5-5", today=TODAY)
+    assert s.status == "could not check" and type(error).__name__ in s.note and not s.problem
+
+
+def test_an_sdk_table_of_the_wrong_shape_is_could_not_check(monkeypatch):
+    import anthropic._data
+    monkeypatch.setattr(anthropic._data, "DEPRECATED_MODELS", {"claude-x": date(2027, 1, 1)})
+    assert model_status("anthropic", "claude-x", today=TODAY).status == "could not check"
+
+
+def test_doctor_runs_to_the_end_when_the_sdk_tables_cannot_be_read(monkeypatch, capsys):
+    def broken(provider):
+        if provider != "ollama":   # Ollama reads no SDK table
+            raise ValueError("table changed shape")
+        return {}
+    monkeypatch.setattr(catalog, "sdk_deprecations", broken)
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", *catalog.ENV_VARS.values()):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setattr(cli, "_notebook_dir", lambda: None)   # leave the kernels out of the exit code
+    assert cli.main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert "anthropic model        claude-haiku-5-5  could not check (ValueError: table changed shape)" in out
+    assert "openai model           gpt-5.4-mini  could not check (ValueError: table changed shape)" in out
+    assert "ollama model           qwen3:8b  ok" in out and "Notebooks" in out   # and on to the notebooks
+
+
+# --- the provider's own answer ----------------------------------------------------------------------------
+
+class FakeClient:
+    """Stands in for anthropic.Anthropic / openai.OpenAI: ``models.retrieve`` answers or raises."""
+    def __init__(self, answer):
+        self.asked = []
+        self.models = SimpleNamespace(retrieve=self.retrieve)
+        self.answer = answer
+
+    def retrieve(self, model):
+        self.asked.append(model)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def not_found(sdk):
+    import httpx2
+    module = __import__(sdk)
+    request = httpx2.Request("GET", "https://api.example.test/v1/models/x")
+    return module.NotFoundError("model not found", response=httpx2.Response(404, request=request), body=None)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_404_from_the_models_endpoint_wins_over_tables_that_say_ok(provider):
+    client = FakeClient(not_found(provider))
+    s = status("claude-current", provider=provider, live=client)
+    assert client.asked == ["claude-current"]
+    assert s.status == "retired" and s.problem and "RETIRED or unknown to your account" in s.note
+
+
+def test_a_model_the_provider_knows_is_ok_even_if_the_tables_say_retired():
+    client = FakeClient(SimpleNamespace(id="claude-2.1", lifecycle="active", retires_at=None))
+    s = model_status("anthropic", "claude-2.1", today=TODAY, deprecations={}, known_models=KNOWN, live=client)
+    assert s == ModelStatus("ok", "ok (confirmed by the anthropic models endpoint)")
+
+
+def test_the_providers_own_dates_and_lifecycle_are_used():
+    openai_model = SimpleNamespace(id="gpt-x", shutdown_date="2026-03-15")   # OpenAI's Model.shutdown_date
+    assert status("gpt-x", provider="openai", live=FakeClient(openai_model)).note.startswith(
+        "WARNING: deprecated (retires on 2026-03-15, in 14 days)")
+    retired = SimpleNamespace(lifecycle="retired", retires_at=datetime(2026, 1, 5, tzinfo=timezone.utc))
+    assert status("claude-current", live=FakeClient(retired)).status == "retired"
+    overdue = SimpleNamespace(lifecycle="deprecated", retires_at=datetime(2026, 2, 1, tzinfo=timezone.utc))
+    s = status("claude-current", live=FakeClient(overdue))   # Anthropic: overdue is not yet retired
+    assert s.status == "warning" and "overdue since 2026-02-01" in s.note
+    undated = SimpleNamespace(lifecycle="deprecated", retires_at=None)
+    assert status("claude-current", live=FakeClient(undated)).note == "ok (deprecated, no retirement date yet)"
+
+
+def test_a_failed_live_check_keeps_a_table_warning_but_never_says_ok():
+    import anthropic
+    import httpx2
+    offline = anthropic.APIConnectionError(request=httpx2.Request("GET", "https://api.example.test/v1/models"))
+    s = status("claude-current", live=FakeClient(offline))
+    assert s == ModelStatus("could not check",
+                            "could not check (APIConnectionError from the anthropic models endpoint)")
+    assert status("claude-old", -5, live=FakeClient(offline)).status == "retired"
+
+
+def test_an_error_message_from_the_live_check_is_not_printed():
+    """Some providers quote part of a rejected key in the message: only the error's type is shown."""
+    s = status("claude-current", live=FakeClient(RuntimeError("Incorrect API key provided: sk-secret-123")))
+    assert s.status == "could not check" and "RuntimeError" in s.note and "sk-secret" not in s.note
+
+
+# --- doctor: no key, no network -----------------------------------------------------------------------------
+
+@pytest.fixture
+def fixture_tables(monkeypatch):
+    """The SDK readers answer from fixtures, so doctor's output does not depend on the installed SDKs."""
+    monkeypatch.setattr(catalog, "sdk_deprecations", lambda provider: {})
+    monkeypatch.setattr(catalog, "sdk_models", lambda p: None if p == "ollama" else set(DEFAULTS.values()))
+
+
+@pytest.fixture
+def no_clients(monkeypatch):
+    """Record every attempt to build an SDK client (doctor must make none without a key)."""
+    import anthropic
+    import openai
+    built = []
+    def record(*args, **kwargs):
+        built.append(kwargs)
+        raise AssertionError("an SDK client was built")
+    monkeypatch.setattr(anthropic, "Anthropic", record)
+    monkeypatch.setattr(openai, "OpenAI", record)
+    return built
+
+
+def test_doctor_makes_no_network_call_without_a_key(monkeypatch, capsys, no_clients):
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    cli.main(["doctor"])
+    assert no_clients == [] and "anthropic model" in capsys.readouterr().out
+
+
+def test_with_a_key_doctor_asks_the_provider(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    client = FakeClient(not_found("anthropic"))
+    monkeypatch.setattr(catalog, "_sdk_client", lambda provider: client)
+    assert check_model("anthropic", "claude-current").status == "retired" and client.asked == ["claude-current"]
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    check_model("anthropic", "claude-current")
+    assert len(client.asked) == 1   # without the key, the client is not asked again
+
+
+def test_a_client_that_cannot_be_built_is_could_not_check(monkeypatch, no_clients, fixture_tables):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    s = check_model("openai", DEFAULTS["openai"])
+    assert len(no_clients) == 1 and no_clients[0]["max_retries"] == 0 and no_clients[0]["timeout"] <= 10
+    assert s.status == "could not check" and "AssertionError building a client" in s.note
+
+
+@pytest.mark.parametrize("override, line, exit_code", [
+    ("claude-2.1", "claude-2.1  RETIRED on 2025-07-21: set COURSE_ANTHROPIC_MODEL to a current ID", 1),
+    ("claude-soon", "claude-soon  WARNING: deprecated (retires on {in_1}, in 1 day); set COURSE_ANTHROPIC_MODEL", 1),
+    ("claude-later", "claude-later  ok (deprecated: retires on {in_100}, in 100 days)", 0),
+    ("claude-typo", "claude-typo  unknown to the installed anthropic SDK", 0),
+    (None, "claude-haiku-5-5  ok\n", 0)])
+def test_doctor_prints_one_line_per_provider_and_exits_1_only_for_retiring_ids(
+        monkeypatch, capsys, override, line, exit_code):
+    today = date.today()   # doctor checks against the real date, so the fixture dates follow it
+    in_1, in_100 = str(today + timedelta(days=1)), str(today + timedelta(days=100))
+    monkeypatch.setattr(catalog, "sdk_deprecations", lambda p: {"claude-soon": in_1, "claude-later": in_100})
+    monkeypatch.setattr(catalog, "sdk_models", lambda p: None if p == "ollama" else set(DEFAULTS.values()))
+    monkeypatch.setattr(cli, "_notebook_dir", lambda: None)   # leave the kernels out of the exit code
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", *catalog.ENV_VARS.values()):
+        monkeypatch.delenv(key, raising=False)
+    if override:
+        monkeypatch.setenv("COURSE_ANTHROPIC_MODEL", override)
+    assert cli.main(["doctor"]) == exit_code
+    out = capsys.readouterr().out
+    assert "anthropic model        " + line.format(in_1=in_1, in_100=in_100) in out
+    assert "openai model           gpt-5.4-mini  ok\n" in out and "ollama model           qwen3:8b  ok\n" in out
+
+
+def test_course_doctor_flags_a_retired_override(monkeypatch, capsys, fixture_tables):
+    """The whole command, notebooks included, as a learner runs it with an old ID."""
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", *catalog.ENV_VARS.values()):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("COURSE_ANTHROPIC_MODEL", "claude-2.1")
+    assert cli.main(["doctor"]) == 1
+    assert ("anthropic model        claude-2.1  RETIRED on 2025-07-21: set COURSE_ANTHROPIC_MODEL to a current ID"
+            in capsys.readouterr().out)
+
+
+# --- the one test that reads the installed SDKs ----------------------------------------------------------
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_course_defaults_are_listed_by_the_installed_sdks_and_not_retiring(provider):
+    """Fails when the pinned SDK drops a default, or a default is retired or retires within 60 days:
+    time to pick a new default in DEFAULTS (and re-record notebook 08)."""
+    assert DEFAULTS[provider] in catalog.sdk_models(provider)
+    assert model_status(provider, DEFAULTS[provider]) == ModelStatus("ok", "ok")

@@ -1,0 +1,72 @@
+"""`course live-check`: the scenario and report, run offline against the local stand-in server (which is
+what a learner's key would reach, minus the model). The real thing runs with COURSE_LIVE=1 and a key."""
+import os
+
+import pytest
+
+from course_lib.livecheck import GOAL, cmd_live_check, live_check
+from course_lib.standin import StandInServer
+
+SCRIPT = [
+    {"text": "Both at once.", "tool_calls": [{"name": "lookup", "args": {"topic": "단가"}},
+                                              {"name": "calculator", "args": {"expression": "10/0"}}]},
+    {"tool_calls": [{"name": "calculator", "args": {"expression": "24*7"}}]},
+    {"text": "Seven units cost $168 (7 × $24)."},
+]
+
+
+def point_at(monkeypatch, provider, server):
+    if provider == "anthropic":
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-standin")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    else:
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-standin")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_compatible_provider_passes_every_check(provider, monkeypatch):
+    with StandInServer(SCRIPT) as server:
+        point_at(monkeypatch, provider, server)
+        report = live_check(provider)
+    assert report.status == 0 and all(ok for ok, _ in report.checks), report.lines()
+    text = "\n".join(report.lines())
+    assert "parallel tool calls in one turn: yes, 2" in text and "lookup, calculator, calculator" in text
+    assert "EXAMPLE prices" in text and "result: compatible" in text and "sk-" not in text
+    assert server.problems == [] and server.requests[0]["body"]["messages"][-1]["content"] == GOAL
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_an_api_error_fails_the_check_with_the_sentence(provider, monkeypatch):
+    with StandInServer([{"status": 401, "message": "invalid x-api-key"}]) as server:
+        point_at(monkeypatch, provider, server)
+        report = live_check(provider)
+    assert report.status == 1 and not report.checks[0][0]
+    assert "rejected the API key" in "\n".join(report.lines()) and "NOT compatible" in report.lines()[-1]
+
+
+def test_without_keys_it_says_what_to_set_and_exits_2(monkeypatch, capsys):
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    from course_lib.cli import main
+    status = main(["live-check", "anthropic"])
+    out = capsys.readouterr().out
+    assert status == 2 and "ANTHROPIC_API_KEY is not set" in out and "not checked" in out
+
+
+def test_all_checks_every_provider_and_exits_2_when_none_is_set_up(monkeypatch, capsys):
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    from course_lib.cli import main
+    status = main(["live-check", "all"])
+    out = capsys.readouterr().out
+    assert status == 2 and out.count("course live-check") == 3 and "Nothing was checked" in out
+
+
+@pytest.mark.parametrize("provider, key", [("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")])
+@pytest.mark.skipif(os.environ.get("COURSE_LIVE") != "1", reason="live test: set COURSE_LIVE=1 and a key")
+def test_live(provider, key):
+    if not os.environ.get(key):
+        pytest.skip(f"live test: {key} is not set")
+    report = live_check(provider)
+    assert report.status == 0, "\n".join(report.lines())
