@@ -1,33 +1,78 @@
 """Stage 08 — a local stand-in server for the model APIs, so stage 08 runs with no key and no network.
 
-Adds: ``StandInServer``, a stdlib HTTP server on 127.0.0.1 (a random free port) that speaks three wire
-formats: the Anthropic Messages API (``POST /v1/messages``), OpenAI Chat Completions
-(``POST /v1/chat/completions``) and Ollama's own ``POST /api/chat``. It is not a model: it answers with a
-script of turns given in advance, one turn per request, and checks each request the way the real API
-would (a key is sent; every tool call of the previous turn is answered by its id). In one way it is
-stricter than Anthropic's API: user and assistant turns must alternate, where the real API may merge
-neighbours, so an adapter that forgets to merge them is caught here. Point the real SDKs
-at it with ``base_url``:
+Adds: ``StandInServer``, a stdlib HTTP server on 127.0.0.1 (a random free port) speaking the Anthropic
+Messages API (``POST /v1/messages``), OpenAI Chat Completions (``POST /v1/chat/completions``) and Ollama's
+``POST /api/chat``. It is not a model: it answers from a script of turns, one per request, and checks each
+request as the real API would, refusing a broken one with that API's status, error shape and (where we
+found them) words: a key is sent; each tool call is answered by its id, results first; no empty message,
+no assistant prefill; valid tool names and schemas; thinking blocks come back unchanged, in a conversation
+that has only grown since (it remembers each block it issued and the request it was for). One check is
+stricter than Anthropic's: user and assistant turns must alternate (the API may merge neighbours), so an
+adapter that forgets to merge them is caught. Point the real SDKs at it with ``base_url``:
 
     with StandInServer([{"tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]},
                         {"text": "Seven units cost $168."}]) as server:
         model = AnthropicModel(base_url=server.url, api_key="stand-in")
 
-A turn is ``{"text": ..., "tool_calls": [{"name", "args"}], "usage": {...}}`` (a plain string is a text
-turn) or an error ``{"status": 429, "message": ...}``. Token usage, unless scripted, is an estimate: one
-token per four characters of the request (real APIs count differently). ``requests`` keeps every request
-body and ``problems`` every shape error found, for tests to assert on.
+A turn is a dict (a plain string is a text turn): ``text``; ``tool_calls`` ``[{"name", "args"}]`` (``args``
+as a string: a call cut off mid-way, sent as OpenAI's ``arguments`` text, as empty input elsewhere);
+``usage``; ``thinking`` (text, ``""`` if omitted) and ``redacted_thinking: True``: signed Anthropic blocks
+that open the reply; ``blocks``: more Anthropic blocks, sent as they are; ``stop_reason``,
+``finish_reason``, ``done_reason`` (Anthropic, OpenAI, Ollama), verbatim; ``refusal`` (text, or ``True``;
+OpenAI's ``message.refusal``, Anthropic's ``stop_reason: "refusal"`` with ``stop_details``). An error turn:
+``{"status": 429, "message", "type", "code", "param", "retry_after": seconds}``. Unscripted usage is an
+estimate, a token per four characters. ``requests`` keeps every request body, ``problems`` a sentence per
+rule broken (for the tool-result checks the stand-in's own plainer one; the reply has the API's words).
 
-Leaves out: streaming, and any intelligence: the replies are whatever the script says.
+Leaves out: streaming (``"stream": true`` gets a 400 saying so), and any intelligence: the replies are
+whatever the script says. Error texts we could not find are paraphrased, and a comment says so.
 """
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",
-                404: "not_found_error", 429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
+# The error ``type`` per status (Anthropic's "HTTP errors" page); other 4xx are invalid_request_error.
+_ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: "billing_error",
+                403: "permission_error", 404: "not_found_error", 413: "request_too_large",
+                429: "rate_limit_error", 500: "api_error", 504: "timeout_error", 529: "overloaded_error"}
+_OPENAI_TYPES = {401: ("invalid_request_error", "invalid_api_key"), 429: ("requests", "rate_limit_exceeded")}
+_ID_HEADER = {"anthropic": "request-id", "openai": "x-request-id"}
+_THINKING = ("thinking", "redacted_thinking")
+_SORRY = "I'm sorry, but I can't help with that."   # OpenAI's refusal text when the script gives none
+_ANTHROPIC_NAME, _OPENAI_NAME = re.compile(r"[a-zA-Z0-9_-]{1,128}"), re.compile(r"[a-zA-Z0-9_-]+")
+_EXPECTED_THINKING = (
+    "Expected `thinking` or `redacted_thinking`, but found `{}`. When `thinking` is enabled, a final "
+    "`assistant` message must start with a thinking block (preceeding the lastmost set of `tool_use` and "
+    "`tool_result` blocks). We recommend you include thinking blocks from previous turns. To avoid this "
+    "requirement, disable `thinking`. Please consult our documentation at "
+    "https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
+_BOUND = ("Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the "
+          "block, or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\". That setting "
+          "requires the `thinking-binding-controls-2026-08-01` value in the `anthropic-beta` header.")
+_NO_STREAM = {   # our own words, in each API's shape (OpenAI's after its "this model cannot stream" error)
+    "anthropic": ("stream: the local stand-in server does not stream; send the request without `stream` "
+                  "(messages.create, not messages.stream)", {}),
+    "openai": ("Unsupported value: 'stream' does not support true on the local stand-in server, which does not "
+               "stream. Supported values are: false.", {"param": "stream", "code": "unsupported_value"}),
+    "ollama": ("the local stand-in server does not stream: send \"stream\": false (Ollama streams unless told "
+               "not to)", {})}
+
+
+class _Rejected(Exception):
+    """A request the real API refuses: ``message`` in that API's words, ``problem`` for ``server.problems``."""
+
+    def __init__(self, message: str, *, problem: str | None = None, param: str | None = None, code=None):
+        super().__init__(message)
+        self.message, self.problem, self.param, self.code = message, problem or message, param, code
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 64   # the listen backlog: the default of 5 drops connections when 20 clients call
 
 
 class StandInServer:
@@ -37,13 +82,15 @@ class StandInServer:
         self.turns = [{"text": t} if isinstance(t, str) else dict(t) for t in turns]
         self.requests: list[dict] = []   # {"api": ..., "body": {...}} per request, in order
         self.problems: list[str] = []
+        self._issued: dict[str, tuple] = {}   # signature (or data) -> (block, its prefix, blocks before it)
+        self._thought_ids: set[str] = set()   # tool_use ids issued together with thinking blocks
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------------
     def start(self) -> "StandInServer":
         handler = type("Handler", (_Handler,), {"standin": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _Server(("127.0.0.1", 0), handler)
         # A short poll interval: stop() waits for the serving loop to notice, and notebooks stop it often.
         threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
@@ -74,32 +121,115 @@ class StandInServer:
     def answer(self, api: str, body: dict, headers) -> tuple[int, dict, dict]:
         with self._lock:
             self.requests.append({"api": api, "body": body})
-            for status, problem in ((401, _auth_problem(api, headers)), (400, _check_safely(api, body))):
-                if problem:
-                    self.problems.append(problem)
-                    return _error(api, status, problem)
-            if not self.turns:
-                return _error(api, 500, "the stand-in's script has no more turns")
-            turn = self.turns.pop(0)
             number = len(self.requests)
-        if "status" in turn:
-            return _error(api, turn["status"], turn.get("message", f"scripted error {turn['status']}"))
-        usage = turn.get("usage") or {"input_tokens": len(json.dumps(body, ensure_ascii=False)) // 4,
-                                      "output_tokens": max(1, len(json.dumps(turn, ensure_ascii=False)) // 4)}
-        return 200, _FORMATS[api](body, turn, usage, number), {}
+            rid = f"req_standin_{number:02d}"
+            status, rejected = 401, _auth_problem(api, headers)
+            if rejected is None:
+                status, rejected = 400, self._check_safely(api, body)
+            if rejected:   # a refused request uses up no turn
+                self.problems.append(rejected.problem)
+                return _error(api, status, rejected.message, rid, code=rejected.code, param=rejected.param)
+            if not self.turns:
+                return _error(api, 500, "the stand-in's script has no more turns", rid)
+            turn = self.turns.pop(0)
+            if "status" in turn:
+                return _error(api, turn["status"], turn.get("message", f"scripted error {turn['status']}"), rid,
+                              kind=turn.get("type"), code=turn.get("code"), param=turn.get("param"),
+                              retry_after=turn.get("retry_after"))
+            usage = turn.get("usage") or {"input_tokens": len(json.dumps(body, ensure_ascii=False)) // 4,
+                                          "output_tokens": max(1, len(json.dumps(turn, ensure_ascii=False)) // 4)}
+            reply = _FORMATS[api](body, turn, usage, number)
+            if api == "anthropic":
+                self._remember(body, reply["content"])
+        return 200, reply, {_ID_HEADER[api]: rid} if api in _ID_HEADER else {}
+
+    def _check_safely(self, api: str, body: dict) -> _Rejected | None:
+        try:
+            problem = _check(api, body) or (self._check_thinking(body) if api == "anthropic" else None)
+        except _Rejected as rejected:
+            return rejected
+        except (AttributeError, KeyError, TypeError, IndexError) as e:   # a message or block of the wrong shape
+            problem = f"malformed request ({type(e).__name__}): every message and content block must be an object"
+        return _Rejected(problem) if problem else None
+
+    # -- thinking blocks: signed for the request that produced them, checked when they come back ----------
+    def _remember(self, body: dict, content: list[dict]) -> None:
+        thoughts = [b for b in content if b.get("type") in _THINKING]
+        for k, block in enumerate(thoughts):
+            self._issued[_key(block)] = (dict(block), _prefix(body), _digest([_key(b) for b in thoughts[:k]]))
+        if thoughts:
+            self._thought_ids.update(b["id"] for b in content if b.get("type") == "tool_use")
+
+    def _check_thinking(self, body: dict) -> str | None:
+        messages, now = body["messages"], _prefix(body)
+        binding = (body.get("thinking") or {}).get("block_binding") or {}
+        final = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
+        for i, m in enumerate(messages):
+            blocks = m["content"] if m.get("role") == "assistant" and isinstance(m.get("content"), list) else []
+            thought = any(b.get("type") == "tool_use" and b.get("id") in self._thought_ids for b in blocks)
+            if i == final and thought and blocks[0].get("type") not in _THINKING:
+                return f"messages.{i}.content.0.type: " + _EXPECTED_THINKING.format(blocks[0].get("type"))
+            seen: list[str] = []   # the thinking blocks before this one in the message
+            for j, b in enumerate(blocks):
+                if b.get("type") not in _THINKING:
+                    continue
+                issued = self._issued.get(_key(b))
+                if issued is None or any(b.get(k) != v for k, v in issued[0].items()):
+                    return f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+                changed = _what_changed(issued, now, i, _digest(seen))
+                if changed and binding.get("prefix_mismatch_behavior") != "drop_block":
+                    return f"messages.{i}.content.{j}: {_BOUND} {changed}"
+                seen.append(_key(b))
+        return None
 
 
-def _auth_problem(api: str, headers) -> str | None:
+def _key(block: dict) -> str:
+    return block.get("signature") if block.get("type") == "thinking" else block.get("data")
+
+
+def _digest(value) -> str:
+    """A fingerprint of ``value``, without the ``cache_control`` markers the real prefix check leaves out."""
+    plain = json.loads(json.dumps(value), object_hook=lambda d: {k: v for k, v in d.items() if k != "cache_control"})
+    return hashlib.sha256(json.dumps(plain, sort_keys=True).encode()).hexdigest()
+
+
+def _prefix(body: dict) -> tuple:
+    """What a thinking block is bound to: the system prompt, the tools and each message before it."""
+    return _digest(body.get("system")), _digest(body.get("tools")), [_digest(m) for m in body["messages"]]
+
+
+def _what_changed(issued: tuple, now: tuple, index: int, before: str) -> str | None:
+    (system, tools, messages), blocks_before = issued[1], issued[2]
+    if now[0] != system:   # this sentence is the real API's; the three below are paraphrased
+        return "The `system` prompt differs from the one this block was created with."
+    if now[1] != tools:
+        return "The `tools` differ from the ones this block was created with."
+    for k in range(max(index, len(messages))):
+        if k >= min(index, len(messages)) or now[2][k] != messages[k]:
+            return f"`messages.{k}` differs from the one this block was created with."
+    return None if before == blocks_before else "A thinking block before this one was left out or moved."
+
+
+def _signature(body: dict, number: int, kind: str, text: str) -> str:
+    """Deterministic, so a notebook that prints one stays reproducible: the block, the request, its prefix."""
+    seed = f"{_digest(_prefix(body))}|{number}|{kind}|{text}".encode()
+    return base64.b64encode(hashlib.sha256(seed).digest() + hashlib.sha256(seed[::-1]).digest()).decode()
+
+
+def _auth_problem(api: str, headers) -> _Rejected | None:
     bearer = headers.get("authorization", "").startswith("Bearer ")
     if api == "anthropic" and not (headers.get("x-api-key") or bearer):   # the SDK sends either
-        return "no API key was sent (x-api-key or Authorization: Bearer header)"
+        return _Rejected("no API key was sent (x-api-key or Authorization: Bearer header)")
     if api == "openai" and not bearer:
-        return "no API key was sent (Authorization: Bearer header)"
+        return _Rejected("no API key was sent (Authorization: Bearer header)")
     return None
 
 
 def _check(api: str, body: dict) -> str | None:
-    """The shape checks a real API would make, in a sentence, or None."""
+    """The checks a real API makes: a sentence, or None; a ``_Rejected`` raised carries the API's own words."""
+    if body.get("stream", api == "ollama"):   # Ollama streams unless told not to
+        message, details = _NO_STREAM[api]
+        raise _Rejected(message, **details)
     if not isinstance(body.get("model"), str) or not isinstance(body.get("messages"), list) or not body["messages"]:
         return "the request needs a model name and a non-empty messages list"
     if api == "anthropic":
@@ -107,32 +237,79 @@ def _check(api: str, body: dict) -> str | None:
             return "max_tokens is required"
         if "temperature" in body and body.get("thinking"):
             return "temperature cannot be combined with thinking"
-        return _check_anthropic(body["messages"])
-    return _check_openai(body["messages"]) if api == "openai" else None
-
-
-def _check_safely(api: str, body: dict) -> str | None:
-    try:
-        return _check(api, body)
-    except (AttributeError, KeyError, TypeError) as e:   # a message or block that is not the right shape
-        return f"malformed request ({type(e).__name__}): every message and content block must be an object"
+        return _check_anthropic(body["messages"]) or _anthropic_rules(body)
+    if api == "openai":
+        return _check_openai(body["messages"]) or _openai_tools(body.get("tools") or [])
+    if any(isinstance((c.get("function") or {}).get("arguments"), str)
+           for m in body["messages"] for c in m.get("tool_calls") or []):
+        return ("json: cannot unmarshal string into Go struct field ChatRequest.messages.tool_calls.function."
+                "arguments of type api.ToolCallFunctionArguments")
+    return None
 
 
 def _check_anthropic(messages: list[dict]) -> str | None:
-    asked: set[str] = set()   # tool_use ids of the previous assistant turn
+    asked: list[str] = []   # tool_use ids of the previous assistant turn
     for i, m in enumerate(messages):
         if m.get("role") != ("user" if i % 2 == 0 else "assistant"):
             return f"messages[{i}]: roles must alternate user/assistant, starting with user"
         blocks = m["content"] if isinstance(m.get("content"), list) else []
         if m["role"] == "assistant":
-            asked = {b["id"] for b in blocks if b.get("type") == "tool_use"}
+            asked = [b["id"] for b in blocks if b.get("type") == "tool_use"]
             continue
         answered = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
-        if set(answered) != asked or len(answered) != len(asked):
-            return (f"messages[{i}]: the tool_use ids {sorted(asked)} need exactly one tool_result each "
+        if set(answered) != set(asked) or len(answered) != len(asked):
+            ours = (f"messages[{i}]: the tool_use ids {sorted(set(asked))} need exactly one tool_result each "
                     f"in the next user message, got {answered}")
-        asked = set()
+            raise _Rejected(_unanswered(i, asked, answered, blocks) or ours, problem=ours)
+        asked = []
     return None
+
+
+def _unanswered(i: int, asked: list[str], answered: list, blocks: list[dict]) -> str | None:
+    """The real API's words for a tool_use without its tool_result, or a tool_result without its tool_use."""
+    missing = [a for a in asked if a not in answered]
+    if missing:
+        return (f"messages.{i - 1}: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                f"{', '.join(missing)}. Each `tool_use` block must have a corresponding `tool_result` block in "
+                "the next message.")
+    for k, b in enumerate(blocks):
+        if b.get("type") == "tool_result" and b.get("tool_use_id") not in asked:
+            return (f"messages.{i}.content.{k}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{b.get('tool_use_id')}. Each `tool_result` block must have a corresponding `tool_use` "
+                    "block in the previous message.")
+    return None   # a result given twice: we found no real wording for that, so the sentence stays ours
+
+
+def _anthropic_rules(body: dict) -> None:
+    for k, tool in enumerate(body.get("tools") or []):
+        if tool.get("type", "custom") != "custom":   # a server tool, such as web search
+            continue
+        if not (isinstance(tool.get("name"), str) and _ANTHROPIC_NAME.fullmatch(tool["name"])):
+            raise _Rejected(f"tools.{k}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,128}}$'")
+        schema = tool.get("input_schema")   # the two messages below are paraphrased, in the API's style
+        if not isinstance(schema, dict):
+            raise _Rejected(f"tools.{k}.custom.input_schema: Input should be a valid dictionary")
+        if schema.get("type") != "object":
+            said = "Input should be 'object'" if "type" in schema else "Field required"
+            raise _Rejected(f"tools.{k}.custom.input_schema.type: {said}")
+    messages = body["messages"]
+    if messages[-1].get("role") == "assistant":
+        raise _Rejected("This model does not support assistant message prefill. The conversation must end "
+                        "with a user message.")
+    for i, m in enumerate(messages):
+        if not m.get("content"):
+            raise _Rejected(f"messages.{i}: all messages must have non-empty content except for the optional "
+                            "final assistant message")
+        blocks = m["content"] if isinstance(m["content"], list) else []
+        if any(b.get("type") == "text" and not b.get("text") for b in blocks):
+            raise _Rejected("messages: text content blocks must be non-empty")
+        before = messages[i - 1]["content"] if i and isinstance(messages[i - 1]["content"], list) else []
+        uses = sum(b.get("type") == "tool_use" for b in before)
+        first = next((j for j, b in enumerate(blocks) if b.get("type") != "tool_result"), len(blocks))
+        if m["role"] == "user" and first < uses:
+            raise _Rejected(f"messages.{i}: Did not find {uses - first} `tool_result` block(s) at the beginning "
+                            "of this message. Messages following `tool_use` blocks must begin with a matching "
+                            "number of `tool_result` blocks.")
 
 
 def _check_openai(messages: list[dict]) -> str | None:
@@ -140,68 +317,144 @@ def _check_openai(messages: list[dict]) -> str | None:
     for i, m in enumerate(messages):
         if m.get("role") == "tool":
             if m.get("tool_call_id") not in waiting:
-                return f"messages[{i}]: tool message for unknown tool_call_id {m.get('tool_call_id')!r}"
+                ours = f"messages[{i}]: tool message for unknown tool_call_id {m.get('tool_call_id')!r}"
+                raise _Rejected("Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                                "message with 'tool_calls'.", param=f"messages.[{i}].role", problem=ours)
             waiting.remove(m["tool_call_id"])
             continue
         if waiting:
-            return f"messages[{i}]: tool calls {waiting} were not answered by role 'tool' messages"
+            break
         if m.get("role") == "assistant":
             waiting = [c["id"] for c in m.get("tool_calls") or []]
+    else:
+        i = None   # every message was read: unanswered calls, if any, are the last ones
     if waiting:
-        return f"the last tool calls {waiting} were not answered by role 'tool' messages"
+        ours = (f"messages[{i}]: tool calls {waiting} were not answered by role 'tool' messages" if i is not None
+                else f"the last tool calls {waiting} were not answered by role 'tool' messages")
+        raise _Rejected("An assistant message with 'tool_calls' must be followed by tool messages responding to "
+                        "each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+                        + ", ".join(waiting), problem=ours)
     return None
 
 
-def _error(api: str, status: int, message: str) -> tuple[int, dict, dict]:
-    kind = _ERROR_TYPES.get(status, "api_error")
-    body = ({"type": "error", "error": {"type": kind, "message": message}} if api == "anthropic"
-            else {"error": {"message": message, "type": kind, "param": None, "code": None}})
-    return status, body, ({"retry-after-ms": "10"} if status in (429, 500, 529) else {})
+def _openai_tools(tools: list[dict]) -> None:
+    for k, tool in enumerate(tools):
+        name, where = (tool.get("function") or {}).get("name"), f"tools[{k}].function"
+        if not (isinstance(name, str) and _OPENAI_NAME.fullmatch(name)):
+            raise _Rejected(f"Invalid '{where}.name': string does not match pattern. Expected a string that "
+                            "matches the pattern '^[a-zA-Z0-9_-]+$'.", param=f"{where}.name", code="invalid_value")
+        context = _array_without_items(tool["function"].get("parameters"))
+        if context is not None:
+            raise _Rejected(f"Invalid schema for function '{name}': In context={context!r}, array schema "
+                            "missing items.", param=f"{where}.parameters", code="invalid_function_parameters")
+
+
+def _array_without_items(schema, path: tuple = ()) -> tuple | None:
+    """Where in a JSON schema an array has no ``items`` (OpenAI refuses those), or None."""
+    if not isinstance(schema, dict):
+        return None
+    kinds = schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]
+    if "array" in kinds and "items" not in schema:
+        return path
+    inner = [(("properties", k), v) for k, v in (schema.get("properties") or {}).items()]
+    inner.append((("items",), schema.get("items")))
+    inner += [((key, n), v) for key in ("anyOf", "oneOf", "allOf") for n, v in enumerate(schema.get(key) or [])]
+    return next((w for step, sub in inner if (w := _array_without_items(sub, path + step)) is not None), None)
+
+
+def _error(api: str, status: int, message: str, rid: str | None = None, *, kind: str | None = None,
+           code: str | None = None, param: str | None = None, retry_after=None) -> tuple[int, dict, dict]:
+    """An error as each API sends it: its body, its request-id header and a retry hint."""
+    if api == "ollama":
+        body = {"error": message}
+    elif api == "anthropic":
+        kind = kind or _ERROR_TYPES.get(status) or ("api_error" if status >= 500 else "invalid_request_error")
+        body = {"type": "error", "error": {"type": kind, "message": message}, **({"request_id": rid} if rid else {})}
+    else:
+        fallback = ("server_error" if status >= 500 else "invalid_request_error", None)
+        default, default_code = _OPENAI_TYPES.get(status, fallback)
+        code = code if code or kind else default_code
+        body = {"error": {"message": message, "type": kind or default, "param": param, "code": code}}
+    headers = {_ID_HEADER[api]: rid} if rid and api in _ID_HEADER else {}
+    if retry_after is not None:   # as the real APIs send it, in seconds (the SDKs also take a fraction)
+        headers["retry-after"] = str(retry_after)
+    elif status in (429, 500, 529):   # a stand-in shortcut both SDKs honour: retry after 10 ms, not seconds
+        headers["retry-after-ms"] = "10"
+    return status, body, headers
+
+
+def _cut(turn: dict) -> bool:   # a tool call whose ``args`` are text was cut off by the token limit
+    return any(isinstance(c.get("args"), str) for c in turn.get("tool_calls", []))
+
+
+def _args(call: dict) -> dict:
+    return {} if isinstance(call.get("args"), str) else call.get("args", {})
+
+
+def _refusal(turn: dict) -> str | None:   # "refusal": "<text>", or True for a refusal without text
+    return turn["refusal"] if isinstance(turn.get("refusal"), str) else None
 
 
 def _anthropic(body, turn, usage, n) -> dict:
-    content = [{"type": "text", "text": turn["text"]}] if turn.get("text") else []
-    content += [{"type": "tool_use", "id": f"toolu_standin_{n:02d}_{k}", "name": c["name"], "input": c.get("args", {})}
+    content = []
+    if turn.get("thinking") is not None:
+        content.append({"type": "thinking", "thinking": turn["thinking"],
+                        "signature": _signature(body, n, "thinking", turn["thinking"])})
+    if turn.get("redacted_thinking"):
+        content.append({"type": "redacted_thinking", "data": _signature(body, n, "redacted_thinking", "")})
+    content += [dict(b) for b in turn.get("blocks", [])]
+    content += [{"type": "text", "text": turn["text"]}] if turn.get("text") else []
+    # A call cut off by max_tokens ends the content as an incomplete tool_use block (its input: empty here).
+    content += [{"type": "tool_use", "id": f"toolu_standin_{n:02d}_{k}", "name": c["name"], "input": _args(c)}
                 for k, c in enumerate(turn.get("tool_calls", []), 1)]
+    stop = turn.get("stop_reason") or ("refusal" if turn.get("refusal") else "max_tokens" if _cut(turn)
+                                       else "tool_use" if turn.get("tool_calls") else "end_turn")
+    refusal = {"type": "refusal", "category": None, "explanation": _refusal(turn)}
     return {"id": f"msg_standin_{n:02d}", "type": "message", "role": "assistant", "model": body["model"],
-            "content": content, "stop_reason": "tool_use" if turn.get("tool_calls") else "end_turn",
-            "stop_sequence": None, "usage": usage}
+            "content": content, "stop_reason": stop, "stop_sequence": None,
+            **({"stop_details": refusal} if turn.get("refusal") else {}), "usage": usage}
 
 
 def _openai(body, turn, usage, n) -> dict:
-    calls = [{"id": f"call_standin_{n:02d}_{k}", "type": "function",
-              "function": {"name": c["name"], "arguments": json.dumps(c.get("args", {}), ensure_ascii=False)}}
-             for k, c in enumerate(turn.get("tool_calls", []), 1)]
-    message = {"role": "assistant", "content": turn.get("text") or None, **({"tool_calls": calls} if calls else {})}
+    calls = [{"id": f"call_standin_{n:02d}_{k}", "type": "function", "function": {"name": c["name"], "arguments": (
+        c["args"] if isinstance(c.get("args"), str) else json.dumps(c.get("args", {}), ensure_ascii=False))}}
+        for k, c in enumerate(turn.get("tool_calls", []), 1)]
+    message = {"role": "assistant", "content": turn.get("text") or None,
+               **({"refusal": _refusal(turn) or _SORRY} if turn.get("refusal") else {}),
+               **({"tool_calls": calls} if calls else {})}
+    finish = turn.get("finish_reason") or ("length" if _cut(turn) else "tool_calls" if calls else "stop")
     return {"id": f"chatcmpl-standin-{n:02d}", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": usage["input_tokens"], "completion_tokens": usage["output_tokens"],
                       "total_tokens": usage["input_tokens"] + usage["output_tokens"]}}
 
 
 def _ollama(body, turn, usage, n) -> dict:
-    calls = [{"function": {"name": c["name"], "arguments": c.get("args", {})}} for c in turn.get("tool_calls", [])]
-    message = {"role": "assistant", "content": turn.get("text", ""), **({"tool_calls": calls} if calls else {})}
+    calls = [{"function": {"name": c["name"], "arguments": _args(c)}} for c in turn.get("tool_calls", [])]
+    message = {"role": "assistant", "content": turn.get("text") or _refusal(turn) or "",
+               **({"thinking": turn["thinking"]} if turn.get("thinking") else {}),
+               **({"tool_calls": calls} if calls else {})}
     return {"model": body["model"], "created_at": "1970-01-01T00:00:00Z", "message": message, "done": True,
-            "done_reason": "stop", "prompt_eval_count": usage["input_tokens"], "eval_count": usage["output_tokens"]}
+            "done_reason": turn.get("done_reason") or ("length" if _cut(turn) else "stop"),
+            "prompt_eval_count": usage["input_tokens"], "eval_count": usage["output_tokens"]}
 
 
 _FORMATS = {"anthropic": _anthropic, "openai": _openai, "ollama": _ollama}
-_ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/chat/completions": "openai",
-           "/api/chat": "ollama"}
+_ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/api/chat": "ollama"}
 
 
 class _Handler(BaseHTTPRequestHandler):
     standin: StandInServer
 
     def do_POST(self) -> None:
-        api = _ROUTES.get(self.path.split("?")[0])
+        path = self.path.split("?")[0]
+        api = _ROUTES.get(path)
         try:
             body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
         except ValueError:
             api, body = api or "openai", None
-        if api is None:
-            status, payload, extra = _error("openai", 404, f"the stand-in does not serve {self.path}")
+        if api is None:   # what api.openai.com answers, e.g. for /chat/completions without the /v1
+            status, payload, extra = _error("openai", 404, f"Invalid URL (POST {path})")
         elif not isinstance(body, dict):
             status, payload, extra = _error(api, 400, "the request body is not a JSON object")
         else:

@@ -1,0 +1,623 @@
+"""The stand-in server is strict where the real APIs are strict, and answers the way they answer.
+
+Each test drives the stand-in either with raw HTTP (urllib, to see the exact status, body and headers) or
+through the real SDKs (to see the exception class and message a learner would get). The expected error
+texts are the real APIs' words as users have reported them (see the comments in course_lib/standin.py).
+"""
+import json
+import threading
+import urllib.error
+import urllib.request
+
+import anthropic
+import openai
+import pytest
+
+from course_lib.standin import StandInServer
+
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # straight to 127.0.0.1
+SYSTEM = "You answer price questions with the tools."
+TOOLS = [{"name": "lookup", "description": "Look up a fact.",
+          "input_schema": {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}}]
+GOAL = {"role": "user", "content": "What does one unit cost?"}
+LOOKUP = {"name": "lookup", "args": {"topic": "단가"}}
+BOUND = ("Invalid `signature` in `thinking` block. The block is bound to a different conversation. Remove the "
+         "block, or set `thinking.block_binding.prefix_mismatch_behavior` to \"drop_block\". That setting "
+         "requires the `thinking-binding-controls-2026-08-01` value in the `anthropic-beta` header.")
+
+
+def post(server, path, body, key="k"):
+    """(status, JSON body, lower-cased headers) of one raw POST."""
+    headers = {"content-type": "application/json", **({"authorization": f"Bearer {key}"} if key else {})}
+    request = urllib.request.Request(server.url + path, json.dumps(body).encode(), headers, method="POST")
+    try:
+        with OPENER.open(request, timeout=10) as response:
+            return response.status, json.load(response), {k.lower(): v for k, v in response.headers.items()}
+    except urllib.error.HTTPError as e:
+        return e.code, json.load(e), {k.lower(): v for k, v in e.headers.items()}
+
+
+def claude(server, retries=0):
+    return anthropic.Anthropic(base_url=server.url, api_key="x", max_retries=retries)
+
+
+def gpt(server, retries=0):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=retries)
+
+
+def ask(client, messages, **kwargs):
+    kwargs = {"model": "claude-haiku-5-5", "max_tokens": 1024, "system": SYSTEM, "tools": TOOLS, **kwargs}
+    return client.messages.create(messages=messages, **kwargs)
+
+
+def echoed(reply, content=None):
+    """The next request's messages: the goal, the reply echoed back (or ``content``), the tool results."""
+    blocks = [b.model_dump(exclude_none=True) for b in reply.content] if content is None else content
+    results = [{"type": "tool_result", "tool_use_id": b.id, "content": "개당 $24"}
+               for b in reply.content if b.type == "tool_use"]
+    return [GOAL, {"role": "assistant", "content": blocks}, {"role": "user", "content": results}]
+
+
+def rejected(client_call, error=anthropic.BadRequestError):
+    with pytest.raises(error) as info:
+        client_call()
+    return info.value
+
+
+def anthropic_message(exc):
+    return exc.body["error"]["message"]
+
+
+# -- thinking blocks ----------------------------------------------------------------------------------
+
+def test_a_thinking_block_echoed_verbatim_is_accepted():
+    with StandInServer([{"thinking": "The price is in the knowledge base.", "tool_calls": [LOOKUP]},
+                        {"thinking": "", "text": "One unit costs $24."}]) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        second = ask(client, echoed(first))
+    assert [b.type for b in first.content] == ["thinking", "tool_use"] and first.stop_reason == "tool_use"
+    assert first.content[0].thinking == "The price is in the knowledge base." and first.content[0].signature
+    assert [b.type for b in second.content] == ["thinking", "text"]
+    assert second.content[0].thinking == "" and second.content[0].signature   # text omitted, signature kept
+    assert server.problems == [] and server.remaining == 0
+
+
+def test_signatures_are_deterministic():
+    signatures = []
+    for _ in range(2):
+        with StandInServer([{"thinking": "same", "redacted_thinking": True, "tool_calls": [LOOKUP]}]) as server:
+            reply = ask(claude(server), [GOAL])
+        signatures.append((reply.content[0].signature, reply.content[1].data))
+    assert signatures[0] == signatures[1] and signatures[0][0] != signatures[0][1]
+
+
+def test_dropping_the_thinking_block_is_refused():
+    with StandInServer([{"thinking": "", "tool_calls": [LOOKUP]}, "unused"]) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        without = [b.model_dump(exclude_none=True) for b in first.content if b.type != "thinking"]
+        exc = rejected(lambda: ask(client, echoed(first, without)))
+    assert exc.status_code == 400 and exc.request_id == "req_standin_02"
+    assert anthropic_message(exc) == (
+        "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When "
+        "`thinking` is enabled, a final `assistant` message must start with a thinking block (preceeding the "
+        "lastmost set of `tool_use` and `tool_result` blocks). We recommend you include thinking blocks from "
+        "previous turns. To avoid this requirement, disable `thinking`. Please consult our documentation at "
+        "https://docs.claude.com/en/docs/build-with-claude/extended-thinking")
+    assert "Expected `thinking`" in str(exc) and server.problems == [anthropic_message(exc)]
+    assert server.remaining == 1   # a refused request uses up no turn
+
+
+@pytest.mark.parametrize("field, value", [("thinking", "I changed my mind."), ("signature", "Zm9yZ2Vk")])
+def test_an_altered_thinking_block_is_refused(field, value):
+    with StandInServer([{"thinking": "Look it up.", "tool_calls": [LOOKUP]}, "unused"]) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        blocks = [b.model_dump(exclude_none=True) for b in first.content]
+        blocks[0][field] = value
+        exc = rejected(lambda: ask(client, echoed(first, blocks)))
+    assert anthropic_message(exc) == "messages.1.content.0: Invalid `signature` in `thinking` block"
+
+
+def test_an_altered_redacted_block_is_refused():
+    with StandInServer([{"redacted_thinking": True, "tool_calls": [LOOKUP]}, "unused"]) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        blocks = [b.model_dump(exclude_none=True) for b in first.content]
+        blocks[0]["data"] = blocks[0]["data"][::-1]
+        exc = rejected(lambda: ask(client, echoed(first, blocks)))
+    assert anthropic_message(exc) == "messages.1.content.0: Invalid `signature` in `thinking` block"
+
+
+def test_a_thinking_block_the_standin_never_issued_is_refused():
+    with StandInServer([{"tool_calls": [LOOKUP]}, "unused"]) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        forged = [{"type": "thinking", "thinking": "hm", "signature": "c2lnbmF0dXJl"}]
+        exc = rejected(lambda: ask(client, echoed(first, forged + [b.model_dump() for b in first.content])))
+    assert anthropic_message(exc) == "messages.1.content.0: Invalid `signature` in `thinking` block"
+
+
+def test_reordered_thinking_blocks_are_refused():
+    with StandInServer([{"thinking": "a", "redacted_thinking": True, "tool_calls": [LOOKUP]}, "unused"]) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        blocks = [b.model_dump(exclude_none=True) for b in first.content]
+        exc = rejected(lambda: ask(client, echoed(first, [blocks[1], blocks[0], blocks[2]])))
+    assert anthropic_message(exc) == (f"messages.1.content.0: {BOUND} A thinking block before this one was left "
+                                      "out or moved.")
+
+
+def test_redacted_thinking_round_trip():
+    with StandInServer([{"redacted_thinking": True, "thinking": "", "tool_calls": [LOOKUP]}, "$24."]) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        second = ask(client, echoed(first))
+    assert [b.type for b in first.content] == ["thinking", "redacted_thinking", "tool_use"]
+    assert first.content[1].data and second.content[0].text == "$24." and server.problems == []
+
+
+@pytest.mark.parametrize("change, what", [
+    ({"system": "You are a different assistant."}, "The `system` prompt differs from the one this block was "
+                                                   "created with."),
+    ({"tools": TOOLS + [{"name": "calculator", "input_schema": {"type": "object"}}]},
+     "The `tools` differ from the ones this block was created with."),
+])
+def test_a_changed_prefix_binds_the_block_to_a_different_conversation(change, what):
+    with StandInServer([{"thinking": "", "tool_calls": [LOOKUP]}, "unused"]) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        exc = rejected(lambda: ask(client, echoed(first), **change))
+    assert anthropic_message(exc) == f"messages.1.content.0: {BOUND} {what}"
+    assert "bound to a different conversation" in str(exc)
+
+
+def test_an_edited_earlier_message_binds_the_block_to_a_different_conversation():
+    with StandInServer([{"thinking": "", "tool_calls": [LOOKUP]}, "unused"]) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        messages = echoed(first)
+        messages[0] = {"role": "user", "content": "What do two units cost?"}
+        exc = rejected(lambda: ask(client, messages))
+    assert anthropic_message(exc) == (f"messages.1.content.0: {BOUND} `messages.0` differs from the one this "
+                                      "block was created with.")
+
+
+def test_stripping_an_earlier_turns_thinking_is_caught_by_the_later_block():
+    script = [{"thinking": "one", "tool_calls": [LOOKUP]}, {"thinking": "two", "tool_calls": [LOOKUP]}, "unused"]
+    with StandInServer(script) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        history = echoed(first)
+        second = ask(client, history)
+        stripped = [dict(history[1], content=[b for b in history[1]["content"] if b["type"] != "thinking"])]
+        third = history[:1] + stripped + history[2:] + echoed(second)[1:]
+        exc = rejected(lambda: ask(client, third))
+    assert anthropic_message(exc) == (f"messages.3.content.0: {BOUND} `messages.1` differs from the one this "
+                                      "block was created with.")
+
+
+def test_moved_cache_control_markers_do_not_break_the_binding():
+    """The real prefix check leaves cache_control out, so moving the cache breakpoint is not an edit."""
+    goal = {"role": "user", "content": [{"type": "text", "text": GOAL["content"]}]}
+    with StandInServer([{"thinking": "", "tool_calls": [LOOKUP]}, "ok"]) as server:
+        client = claude(server)
+        first = ask(client, [goal])
+        messages = [goal] + echoed(first)[1:]
+        messages[0] = {"role": "user", "content": [dict(goal["content"][0], cache_control={"type": "ephemeral"})]}
+        messages[2]["content"][0]["cache_control"] = {"type": "ephemeral"}
+        assert ask(client, messages).content[0].text == "ok"
+    assert server.problems == []
+
+
+def test_drop_block_turns_the_prefix_error_off():
+    binding = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
+    with StandInServer([{"thinking": "", "tool_calls": [LOOKUP]}, "ok"]) as server:
+        client = claude(server)
+        first = ask(client, [GOAL])
+        reply = ask(client, echoed(first), system="A changed system prompt.", extra_body={"thinking": binding})
+    assert reply.content[0].text == "ok" and server.problems == []
+
+
+def test_unknown_blocks_the_standin_issued_are_accepted_back_verbatim():
+    block = {"type": "future_block_20270101", "payload": {"opaque": [1, 2, 3]}}
+    with StandInServer([{"thinking": "", "blocks": [block], "tool_calls": [LOOKUP]}, "done"]) as server:
+        request = {"model": "m", "max_tokens": 64, "system": SYSTEM, "tools": TOOLS, "messages": [GOAL]}
+        status, first, _ = post(server, "/v1/messages", request)
+        assert status == 200 and first["content"][1] == block
+        results = [{"type": "tool_result", "tool_use_id": first["content"][2]["id"], "content": "개당 $24"}]
+        messages = [GOAL, {"role": "assistant", "content": first["content"]}, {"role": "user", "content": results}]
+        status, second, _ = post(server, "/v1/messages", dict(request, messages=messages))
+    assert status == 200 and second["content"] == [{"type": "text", "text": "done"}] and server.problems == []
+
+
+# -- stop reasons ---------------------------------------------------------------------------------------
+
+ANTHROPIC_STOPS = ["refusal", "max_tokens", "model_context_window_exceeded", "pause_turn", "end_turn", "tool_use"]
+OPENAI_FINISHES = ["length", "content_filter", "stop", "tool_calls"]
+
+
+def test_anthropic_stop_reasons_are_sent_verbatim():
+    with StandInServer([{"text": "partial", "stop_reason": s} for s in ANTHROPIC_STOPS]) as server:
+        client = claude(server)
+        seen = [ask(client, [GOAL]).stop_reason for _ in ANTHROPIC_STOPS]
+    assert seen == ANTHROPIC_STOPS
+
+
+def test_openai_finish_reasons_are_sent_verbatim():
+    with StandInServer([{"text": "partial", "finish_reason": f} for f in OPENAI_FINISHES]) as server:
+        client = gpt(server)
+        seen = [client.chat.completions.create(model="m", messages=[GOAL]).choices[0].finish_reason
+                for _ in OPENAI_FINISHES]
+    assert seen == OPENAI_FINISHES
+
+
+def test_default_stop_reasons_are_unchanged():
+    script = [{"tool_calls": [LOOKUP]}, "plain"]
+    with StandInServer(script * 3) as server:
+        client = claude(server)
+        assert [ask(client, [GOAL]).stop_reason for _ in script] == ["tool_use", "end_turn"]
+        finishes = [gpt(server).chat.completions.create(model="m", messages=[GOAL]).choices[0].finish_reason
+                    for _ in script]
+        assert finishes == ["tool_calls", "stop"]
+        body = {"model": "qwen3:8b", "stream": False, "messages": [GOAL]}
+        assert [post(server, "/api/chat", body)[1]["done_reason"] for _ in script] == ["stop", "stop"]
+
+
+def test_openai_refusal():
+    with StandInServer([{"refusal": "I can't help with that."}]) as server:
+        reply = gpt(server).chat.completions.create(model="m", messages=[GOAL])
+    message = reply.choices[0].message
+    assert message.refusal == "I can't help with that." and message.content is None
+    assert reply.choices[0].finish_reason == "stop"
+
+
+def test_anthropic_refusal():
+    with StandInServer([{"refusal": "This request was declined."}]) as server:
+        reply = ask(claude(server), [GOAL])
+    assert reply.stop_reason == "refusal" and reply.content == []
+    assert reply.stop_details.type == "refusal" and reply.stop_details.explanation == "This request was declined."
+
+
+def test_a_refusal_without_text():
+    with StandInServer([{"refusal": True, "text": ""}] * 3) as server:
+        anthropic_reply = ask(claude(server), [GOAL])
+        openai_reply = gpt(server).chat.completions.create(model="m", messages=[GOAL])
+        _, ollama_reply, _ = post(server, "/api/chat", {"model": "q", "stream": False, "messages": [GOAL]})
+    assert anthropic_reply.content == [] and anthropic_reply.stop_reason == "refusal"
+    assert anthropic_reply.stop_details.explanation is None and anthropic_reply.stop_details.category is None
+    assert openai_reply.choices[0].message.refusal == "I'm sorry, but I can't help with that."
+    assert ollama_reply["message"]["content"] == ""
+
+
+def test_a_cut_off_tool_call_in_each_format():
+    cut = {"tool_calls": [{"name": "lookup", "args": '{"topic": "단'}]}
+    with StandInServer([cut] * 3) as server:
+        openai_reply = gpt(server).chat.completions.create(model="m", messages=[GOAL])
+        anthropic_reply = ask(claude(server), [GOAL])
+        status, ollama_reply, _ = post(server, "/api/chat", {"model": "q", "stream": False, "messages": [GOAL]})
+    choice = openai_reply.choices[0]
+    assert choice.finish_reason == "length" and choice.message.tool_calls[0].function.arguments == '{"topic": "단'
+    assert anthropic_reply.stop_reason == "max_tokens"
+    assert anthropic_reply.content[-1].type == "tool_use" and anthropic_reply.content[-1].input == {}
+    assert ollama_reply["done_reason"] == "length"
+    assert ollama_reply["message"]["tool_calls"] == [{"function": {"name": "lookup", "arguments": {}}}]
+
+
+def test_a_scripted_finish_reason_wins_over_the_cut_off_default():
+    turn = {"tool_calls": [{"name": "lookup", "args": '{"topic": '}], "finish_reason": "tool_calls",
+            "done_reason": "stop"}
+    with StandInServer([turn, turn]) as server:
+        reply = gpt(server).chat.completions.create(model="m", messages=[GOAL])
+        _, ollama_reply, _ = post(server, "/api/chat", {"model": "q", "stream": False, "messages": [GOAL]})
+    assert reply.choices[0].finish_reason == "tool_calls" and ollama_reply["done_reason"] == "stop"
+
+
+# -- provider-shaped errors --------------------------------------------------------------------------------
+
+def test_anthropic_error_shape_and_headers():
+    said = "Number of request tokens has exceeded your per-minute rate limit."
+    with StandInServer([{"status": 429, "message": said}]) as server:
+        status, body, headers = post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [GOAL]})
+    assert status == 429 and body == {"type": "error", "error": {"type": "rate_limit_error", "message": said},
+                                      "request_id": "req_standin_01"}
+    assert headers["request-id"] == "req_standin_01" and headers["retry-after-ms"] == "10"
+
+
+@pytest.mark.parametrize("status, kind", [
+    (400, "invalid_request_error"), (401, "authentication_error"), (402, "billing_error"),
+    (403, "permission_error"), (404, "not_found_error"), (409, "invalid_request_error"),
+    (413, "request_too_large"), (429, "rate_limit_error"), (500, "api_error"), (503, "api_error"),
+    (504, "timeout_error"), (529, "overloaded_error")])
+def test_anthropic_default_error_types(status, kind):
+    with StandInServer([{"status": status}]) as server:
+        got, body, _ = post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [GOAL]})
+    assert got == status and body["error"] == {"type": kind, "message": f"scripted error {status}"}
+
+
+def test_anthropic_sdk_errors_carry_class_message_and_request_id():
+    with StandInServer([{"status": 529, "message": "Overloaded"}, {"status": 402, "message": "credit balance"}]) as s:
+        overloaded = rejected(lambda: ask(claude(s), [GOAL]), anthropic.APIStatusError)
+        billing = rejected(lambda: ask(claude(s), [GOAL]), anthropic.APIStatusError)
+    assert isinstance(overloaded, anthropic.InternalServerError) and overloaded.status_code == 529
+    assert overloaded.body["error"]["type"] == "overloaded_error" and "Overloaded" in str(overloaded)
+    assert overloaded.request_id == "req_standin_01" and billing.body["error"]["type"] == "billing_error"
+
+
+def test_openai_error_shape_insufficient_quota_is_not_a_rate_limit():
+    message = ("You exceeded your current quota, please check your plan and billing details. For more information "
+               "on this error, read the docs: https://platform.openai.com/docs/guides/error-codes/api-errors.")
+    turn = {"status": 429, "message": message, "type": "insufficient_quota", "code": "insufficient_quota"}
+    with StandInServer([turn, turn]) as server:
+        status, body, headers = post(server, "/v1/chat/completions", {"model": "m", "messages": [GOAL]})
+        exc = rejected(lambda: gpt(server).chat.completions.create(model="m", messages=[GOAL]),
+                       openai.RateLimitError)
+    assert status == 429 and headers["x-request-id"] == "req_standin_01"
+    assert body == {"error": {"message": message, "type": "insufficient_quota", "param": None,
+                              "code": "insufficient_quota"}}
+    assert exc.code == "insufficient_quota" and exc.type == "insufficient_quota" and message in str(exc)
+    assert exc.request_id == "req_standin_02"
+
+
+@pytest.mark.parametrize("turn, kind, code", [
+    ({"status": 429}, "requests", "rate_limit_exceeded"),
+    ({"status": 401}, "invalid_request_error", "invalid_api_key"),
+    ({"status": 500}, "server_error", None),
+    ({"status": 404, "message": "The model `gpt-0` does not exist or you do not have access to it.",
+      "code": "model_not_found"}, "invalid_request_error", "model_not_found"),
+    ({"status": 400, "code": "context_length_exceeded", "param": "messages"}, "invalid_request_error",
+     "context_length_exceeded"),
+])
+def test_openai_default_and_scripted_error_types(turn, kind, code):
+    with StandInServer([turn]) as server:
+        status, body, _ = post(server, "/v1/chat/completions", {"model": "m", "messages": [GOAL]})
+    assert status == turn["status"] and body["error"]["type"] == kind and body["error"]["code"] == code
+    assert body["error"]["param"] == turn.get("param")
+
+
+def test_openai_sdk_not_found_error_carries_the_code():
+    turn = {"status": 404, "message": "The model `gpt-0` does not exist or you do not have access to it.",
+            "code": "model_not_found"}
+    with StandInServer([turn]) as server:
+        exc = rejected(lambda: gpt(server).chat.completions.create(model="gpt-0", messages=[GOAL]),
+                       openai.NotFoundError)
+    assert exc.code == "model_not_found" and "does not exist" in str(exc) and exc.request_id == "req_standin_01"
+
+
+def test_ollama_errors_are_plain_strings():
+    turn = {"status": 404, "message": 'model "qwen3:8b" not found, try pulling it first'}
+    with StandInServer([turn]) as server:
+        status, body, headers = post(server, "/api/chat", {"model": "qwen3:8b", "stream": False, "messages": [GOAL]})
+    assert status == 404 and body == {"error": 'model "qwen3:8b" not found, try pulling it first'}
+    assert "request-id" not in headers and "x-request-id" not in headers
+
+
+def test_retry_after_is_sent_in_seconds_as_scripted():
+    with StandInServer([{"status": 429, "retry_after": 2}]) as server:
+        status, _, headers = post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [GOAL]})
+    assert status == 429 and headers["retry-after"] == "2" and "retry-after-ms" not in headers
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_the_sdk_retries_a_429_with_a_short_retry_after(provider):
+    with StandInServer([{"status": 429, "retry_after": 0.01}, "done"]) as server:
+        if provider == "anthropic":
+            text = ask(claude(server, retries=1), [GOAL]).content[0].text
+        else:
+            text = gpt(server, retries=1).chat.completions.create(model="m", messages=[GOAL]).choices[0].message.content
+    assert text == "done" and len(server.requests) == 2
+
+
+def test_successful_responses_carry_a_request_id_too():
+    with StandInServer(["a", "b"]) as server:
+        assert ask(claude(server), [GOAL])._request_id == "req_standin_01"
+        assert gpt(server).chat.completions.create(model="m", messages=[GOAL])._request_id == "req_standin_02"
+
+
+# -- request rules ----------------------------------------------------------------------------------------
+
+def anthropic_400(messages, **extra):
+    """The message a request with ``messages`` gets, and the problems it left."""
+    with StandInServer(["unused"]) as server:
+        status, body, _ = post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": messages, **extra})
+    assert status == 400 and body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+    assert server.remaining == 1 and len(server.problems) == 1
+    return body["error"]["message"], server.problems[0]
+
+
+USE = {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_a", "name": "lookup", "input": {}}]}
+RESULT = {"type": "tool_result", "tool_use_id": "toolu_a", "content": "개당 $24"}
+
+
+@pytest.mark.parametrize("content", ["", []])
+def test_empty_content_is_refused(content):
+    message, _ = anthropic_400([{"role": "user", "content": content}])
+    assert message == "messages.0: all messages must have non-empty content except for the optional final " \
+                      "assistant message"
+
+
+def test_an_empty_text_block_is_refused():
+    message, _ = anthropic_400([{"role": "user", "content": [{"type": "text", "text": ""}]}])
+    assert message == "messages: text content blocks must be non-empty"
+
+
+def test_assistant_prefill_is_refused():
+    message, _ = anthropic_400([GOAL, {"role": "assistant", "content": "The answer is"}])
+    assert message == "This model does not support assistant message prefill. The conversation must end with a " \
+                      "user message."
+
+
+def test_text_before_the_tool_results_is_refused():
+    message, _ = anthropic_400([GOAL, USE, {"role": "user", "content": [{"type": "text", "text": "here"}, RESULT]}])
+    assert message == ("messages.2: Did not find 1 `tool_result` block(s) at the beginning of this message. "
+                       "Messages following `tool_use` blocks must begin with a matching number of `tool_result` "
+                       "blocks.")
+
+
+def test_a_missing_tool_result_gets_the_real_message_and_the_old_problem_text():
+    two = {"role": "assistant", "content": USE["content"] + [dict(USE["content"][0], id="toolu_b")]}
+    message, problem = anthropic_400([GOAL, two, {"role": "user", "content": [RESULT]}])
+    assert message == ("messages.1: `tool_use` ids were found without `tool_result` blocks immediately after: "
+                       "toolu_b. Each `tool_use` block must have a corresponding `tool_result` block in the next "
+                       "message.")
+    assert problem == ("messages[2]: the tool_use ids ['toolu_a', 'toolu_b'] need exactly one tool_result each in "
+                       "the next user message, got ['toolu_a']")
+
+
+def test_an_unexpected_tool_result_is_refused():
+    message, _ = anthropic_400([GOAL, USE, {"role": "user", "content": [RESULT, dict(RESULT, tool_use_id="x")]}])
+    assert message == ("messages.2.content.1: unexpected `tool_use_id` found in `tool_result` blocks: x. Each "
+                       "`tool_result` block must have a corresponding `tool_use` block in the previous message.")
+
+
+@pytest.mark.parametrize("name", ["get weather", "", "a" * 129, "lookup.v2"])
+def test_anthropic_tool_names_must_match_the_pattern(name):
+    message, _ = anthropic_400([GOAL], tools=[dict(TOOLS[0], name=name)])
+    assert message == "tools.0.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'"
+
+
+def test_a_128_character_tool_name_is_fine():
+    with StandInServer(["ok"]) as server:
+        reply = ask(claude(server), [GOAL], tools=[dict(TOOLS[0], name="a" * 128)])
+    assert reply.content[0].text == "ok"
+
+
+@pytest.mark.parametrize("schema, said", [({"type": "array", "items": {}}, "Input should be 'object'"),
+                                          ({"properties": {}}, "Field required")])
+def test_anthropic_input_schema_must_be_an_object(schema, said):
+    message, _ = anthropic_400([GOAL], tools=[dict(TOOLS[0], input_schema=schema)])
+    assert message == f"tools.0.custom.input_schema.type: {said}"
+
+
+def test_anthropic_rules_through_the_sdk():
+    with StandInServer(["unused"]) as server:
+        exc = rejected(lambda: ask(claude(server), [GOAL, {"role": "assistant", "content": "Sure:"}]))
+    assert exc.status_code == 400 and "does not support assistant message prefill" in str(exc)
+
+
+def openai_400(body, path="/v1/chat/completions"):
+    with StandInServer(["unused"]) as server:
+        status, answer, _ = post(server, path, {"model": "m", "messages": [GOAL], **body})
+    assert status == 400 and len(server.problems) == 1 and server.remaining == 1
+    return answer["error"]
+
+
+def test_openai_function_names_must_match_the_pattern():
+    error = openai_400({"tools": [{"type": "function", "function": {"name": "get weather", "parameters": {}}}]})
+    assert error == {"message": "Invalid 'tools[0].function.name': string does not match pattern. Expected a string "
+                                "that matches the pattern '^[a-zA-Z0-9_-]+$'.", "type": "invalid_request_error",
+                     "param": "tools[0].function.name", "code": "invalid_value"}
+
+
+def test_openai_array_parameters_need_items():
+    tool = {"type": "function", "function": {"name": "tag", "parameters": {
+        "type": "object", "properties": {"tags": {"type": "array", "description": "labels"}}}}}
+    error = openai_400({"tools": [tool]})
+    assert error == {"message": "Invalid schema for function 'tag': In context=('properties', 'tags'), array schema "
+                                "missing items.", "type": "invalid_request_error",
+                     "param": "tools[0].function.parameters", "code": "invalid_function_parameters"}
+    with StandInServer(["unused"]) as server:
+        exc = rejected(lambda: gpt(server).chat.completions.create(model="m", messages=[GOAL], tools=[tool]),
+                       openai.BadRequestError)
+    assert exc.code == "invalid_function_parameters" and "array schema missing items" in str(exc)
+
+
+def test_openai_nested_arrays_need_items_too():
+    nested = {"type": "object", "properties": {"rows": {"type": "array", "items": {
+        "type": "object", "properties": {"cells": {"type": ["array", "null"]}}}}}}
+    error = openai_400({"tools": [{"type": "function", "function": {"name": "t", "parameters": nested}}]})
+    assert "In context=('properties', 'rows', 'items', 'properties', 'cells')" in error["message"]
+
+
+def test_openai_unanswered_tool_calls_and_orphan_tool_messages():
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]}
+    error = openai_400({"messages": [GOAL, call, {"role": "user", "content": "and?"}]})
+    assert error["message"] == ("An assistant message with 'tool_calls' must be followed by tool messages responding "
+                                "to each 'tool_call_id'. The following tool_call_ids did not have response "
+                                "messages: c1")
+    error = openai_400({"messages": [GOAL, {"role": "tool", "tool_call_id": "c9", "content": "x"}]})
+    assert error["message"] == ("Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                                "message with 'tool_calls'.") and error["param"] == "messages.[1].role"
+
+
+def test_chat_completions_without_v1_is_a_404_like_the_real_host():
+    with StandInServer(["unused"]) as server:
+        status, body, _ = post(server, "/chat/completions", {"model": "m", "messages": [GOAL]})
+        client = openai.OpenAI(base_url=server.url, api_key="x", max_retries=0)   # the /v1 forgotten
+        exc = rejected(lambda: client.chat.completions.create(model="m", messages=[GOAL]), openai.NotFoundError)
+    assert status == 404 and body == {"error": {"message": "Invalid URL (POST /chat/completions)",
+                                                "type": "invalid_request_error", "param": None, "code": None}}
+    assert "Invalid URL (POST /chat/completions)" in str(exc) and server.requests == []
+
+
+def test_ollama_tool_call_arguments_must_be_objects():
+    call = {"role": "assistant", "content": "", "tool_calls": [
+        {"function": {"name": "lookup", "arguments": '{"topic": "단가"}'}}]}
+    body = {"model": "qwen3:8b", "stream": False, "messages": [GOAL, call, {"role": "tool", "content": "개당 $24"}]}
+    with StandInServer(["unused"]) as server:
+        status, answer, _ = post(server, "/api/chat", body)
+    assert status == 400 and answer == {"error": "json: cannot unmarshal string into Go struct field ChatRequest."
+                                                 "messages.tool_calls.function.arguments of type "
+                                                 "api.ToolCallFunctionArguments"}
+
+
+# -- streaming is refused clearly ---------------------------------------------------------------------------
+
+def test_anthropic_stream_helper_gets_a_clear_error():
+    with StandInServer(["unused"]) as server:
+        def stream():
+            with claude(server).messages.stream(model="m", max_tokens=5, messages=[GOAL]) as events:
+                events.get_final_message()
+        exc = rejected(stream)
+    assert exc.status_code == 400 and "does not stream" in str(exc) and server.remaining == 1
+
+
+def test_openai_stream_true_gets_a_clear_error():
+    with StandInServer(["unused"]) as server:
+        exc = rejected(lambda: gpt(server).chat.completions.create(model="m", messages=[GOAL], stream=True),
+                       openai.BadRequestError)
+    assert exc.code == "unsupported_value" and exc.param == "stream" and "does not stream" in str(exc)
+
+
+@pytest.mark.parametrize("stream", [True, None])   # None: left out, and Ollama streams by default
+def test_ollama_stream_gets_a_clear_error(stream):
+    body = {"model": "qwen3:8b", "messages": [GOAL], **({} if stream is None else {"stream": stream})}
+    with StandInServer(["unused"]) as server:
+        status, answer, _ = post(server, "/api/chat", body)
+    assert status == 400 and "does not stream" in answer["error"] and '"stream": false' in answer["error"]
+
+
+# -- concurrency and bookkeeping ----------------------------------------------------------------------------
+
+def test_twenty_concurrent_clients_are_all_answered():
+    start, results = threading.Barrier(20, timeout=30), [None] * 20
+
+    def one(k):
+        start.wait()
+        try:
+            results[k] = post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [GOAL]})
+        except OSError as e:   # the old listen backlog of 5 reset some connections
+            results[k] = e
+
+    with StandInServer([f"answer {k}" for k in range(20)]) as server:
+        threads = [threading.Thread(target=one, args=(k,)) for k in range(20)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    assert [r if isinstance(r, Exception) else r[0] for r in results] == [200] * 20 and server.remaining == 0
+    assert sorted(r[1]["content"][0]["text"] for r in results) == sorted(f"answer {k}" for k in range(20))
+    assert len({r[1]["id"] for r in results}) == 20
+
+
+def test_problems_records_every_rule_broken():
+    with StandInServer(["ok"]) as server:
+        post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": ""}]})
+        post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [GOAL]}, key=None)
+        post(server, "/v1/chat/completions", {"model": "m", "messages": [GOAL], "stream": True})
+        post(server, "/api/chat", {"model": "m", "messages": [GOAL]})
+        status, body, _ = post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [GOAL]})
+    assert len(server.problems) == 4 and status == 200 and body["content"][0]["text"] == "ok"
+    assert "no API key was sent" in server.problems[1]
