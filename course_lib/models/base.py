@@ -54,6 +54,11 @@ class Reply:
     thinking: str = ""          # thinking text, when the provider returns it (often it does not)
     raw: dict | None = field(default=None, repr=False)   # {"format": "anthropic", "content": [blocks as sent]}
 
+    def __repr__(self) -> str:   # the fields that say something: a plain reply stays one short line
+        shown = [f"text={self.text!r}", f"tool_calls={self.tool_calls!r}", f"usage={self.usage!r}"]
+        shown += [f"{k}={getattr(self, k)!r}" for k in ("stop", "provider_stop", "thinking") if getattr(self, k)]
+        return f"Reply({', '.join(shown)})"
+
     @classmethod
     def coerce(cls, value) -> "Reply":
         """Accept a Reply, a plain string, or a dict like {"text": ..., "tool_calls": [{"name", "args"}]}."""

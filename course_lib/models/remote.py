@@ -73,11 +73,14 @@ def _error_fields(error) -> tuple[str, str, str]:
 
 
 def _quote(message: str, request_id: str | None, limit: int = 300) -> str:
+    """' The API said: "..." (request id ...).' to follow a sentence, or '' when there is nothing to quote."""
     message = _KEYISH.sub(lambda m: m[0][:3] + "…", " ".join(message.split()))
     if len(message) > limit:
         message = message[:limit - 1] + "…"
     said = f' The API said: "{message}"' if message else ""
-    return said + (f" (request id {request_id})." if request_id else ("." if said else ""))
+    if request_id:
+        said += f" (request id {request_id})" if said else f" Request id: {request_id}"
+    return said + "." if said else ""
 
 
 def explain_api_error(error: Exception, provider: str, model: str, base_url: str = "") -> ModelError | None:
@@ -115,10 +118,10 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
         text = (f"Ollama has no model '{model}' (404): run `ollama pull {model}`, or set {model_var} to a model "
                 "you have (`ollama list`)")
     elif status == 404:
-        where = f" at {base_url}" if base_url else ""
-        text = (f"{name} answered 404 not found{where}: either the model ID '{model}' is retired or misspelt "
+        v1 = ", which for OpenAI ends in /v1" if provider == "openai" else ""
+        text = (f"{name} answered 404 not found: either the model ID '{model}' is retired or misspelt "
                 f"(set {model_var} to a current one; `course doctor` checks it) or the base URL is wrong "
-                f"(check {URL_VARS.get(provider, 'the base URL')})")
+                f"(check base_url= or {URL_VARS.get(provider, 'the base URL')}{v1})")
     elif status == 400:
         text = f"{name} rejected the request (400 bad request)"
     elif status == 429:
@@ -129,4 +132,4 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
         text = f"{name} had a server error ({status}), still after the SDK's retries: try again later"
     else:
         text = f"{name} answered with an error ({status})"
-    return ModelError(text + (said or "."))
+    return ModelError(text + "." + said)
