@@ -58,9 +58,11 @@ def test_all_checks_every_provider_and_exits_2_when_none_is_set_up(monkeypatch, 
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     from course_lib.cli import main
-    status = main(["live-check", "all"])
-    out = capsys.readouterr().out
-    assert status == 2 and out.count("course live-check") == 3 and "Nothing was checked" in out
+    for argv in (["live-check", "all"], ["live-check"]):   # `all` is the default
+        status = main(argv)
+        out = capsys.readouterr().out
+        assert status == 2 and out.count("course live-check") == 3 and "Nothing was checked" in out
+        assert "ollama serve" in out and "OPENAI_API_KEY is not set" in out
 
 
 @pytest.mark.parametrize("provider, key", [("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")])

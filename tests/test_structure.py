@@ -15,7 +15,7 @@ PACKAGE = Path(course_lib.__file__).parent
 # blocks and stop reasons in anthropic.py, one error table in remote.py, the date-aware model lifecycle with
 # its cited retirement table in catalog.py, and a stand-in as strict as the real APIs in standin.py.
 BUDGETS = {"tools.py": 225, "registry.py": 80, "describe.py": 180, "parsing.py": 150,
-           "dispatch.py": 150, "agent.py": 260, "models/base.py": 95, "models/scripted.py": 125,
+           "dispatch.py": 150, "agent.py": 260, "models/base.py": 100, "models/scripted.py": 125,
            "models/anthropic.py": 155, "models/openai.py": 120, "models/catalog.py": 260,
            "models/remote.py": 135, "standin.py": 480, "cli.py": 290, "__init__.py": 45, "livecheck.py": 130,
            "checks.py": 220, "grading.py": 190, "exercises/__init__.py": 10,
