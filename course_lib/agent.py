@@ -4,7 +4,9 @@ Adds: ``Agent(tools, model, max_steps)``. ``run(goal)`` puts the system prompt a
 then repeats ``step()``: ask the model, parse its reply (or take its native tool calls), dispatch, append
 the observation, until the model calls ``finish`` or a limit is hit. The limits are checked before every
 model call: ``max_steps`` (default 6, or the ``COURSE_MAX_STEPS`` environment variable), a cap on
-consecutive unusable replies, and an optional stop on the same call repeated. Each run leaves ``history``,
+consecutive unusable replies, and an optional stop on the same call repeated. A reply that says the model
+stopped without an answer (``Reply.stop``: refused, cut off, context full) ends the run with that reason,
+and a cut-off tool call is never run. Each run leaves ``history``,
 ``steps``, ``answer``, ``stop_reason``, a ``trace`` of ``Step`` records, and token ``usage``;
 ``save(path)`` writes the transcript as UTF-8 JSON, atomically. Progress goes to the standard ``logging``
 module (logger ``course_lib.agent``); nothing is printed.
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from .describe import build_system_prompt
+from .describe import build_system_prompt, tool_spec
 from .dispatch import Observation, dispatch
 from .models.base import STOPS, ModelError, Reply, scrub
 from .parsing import parse_reply
@@ -68,6 +70,9 @@ class Agent:
         if type(self.max_steps) is not int or self.max_steps < 1:
             raise ValueError(f"max_steps must be a positive whole number, not {self.max_steps!r}")
         native = getattr(model, "native_tools", False)   # native tool calling: the API carries the tool list
+        if native:   # describe every tool now: a tool the API cannot be told about fails here, not mid-run
+            for name, func in tools.items():
+                tool_spec(name, func)
         self.system_prompt = build_system_prompt(tools, native) if system_prompt is None else system_prompt
         self.max_format_errors, self.repeat_limit, self.on_step = max_format_errors, repeat_limit, on_step
         self.reset()
@@ -79,9 +84,9 @@ class Agent:
         self.trace: list[Step] = []
         self.usage: list[dict] = []
         self._bad_replies, self._last_call, self._repeats = 0, None, 0
-        if goal is not None:
+        if goal is not None:   # scrub: half an emoji (a lone surrogate) cannot be printed, sent or saved
             self.history += [{"role": "system", "content": self.system_prompt},
-                             {"role": "user", "content": goal}]
+                             {"role": "user", "content": scrub(goal)}]
 
     @property
     def done(self) -> bool:
@@ -122,12 +127,18 @@ class Agent:
                 self._add_reply(reply)
                 why = reply.provider_stop or reply.stop
                 step.error = f"{reply.stop}: the model stopped with '{why}'"
-                self._stop(reply.stop, STOPS[reply.stop].format(why=why))
+                quoted = " ".join(reply.text.split())[:200]   # a refusal's own words help the reader
+                said = f' It said: "{quoted}".' if reply.stop == "refused" and quoted else ""
+                self._stop(reply.stop, STOPS[reply.stop].format(why=why) + said)
             elif reply.tool_calls:
                 self._run_native(reply, step)
-            elif getattr(self.model, "native_tools", False):
+            elif getattr(self.model, "native_tools", False) and reply.text.strip():
                 self._add_reply(reply)
                 self._finish(step, reply.text)
+            elif getattr(self.model, "native_tools", False):   # a turn with nothing in it is no answer
+                if reply.raw and reply.raw.get("content"):     # its thinking blocks still belong in history
+                    self._add_reply(reply)
+                self._bad_reply(step, "the reply was empty", "Answer in plain text, or call one of the tools.")
             else:
                 self._run_text(reply.text, step)
         self.trace.append(step)
@@ -164,7 +175,7 @@ class Agent:
         for call in reply.tool_calls:   # parallel calls: run them all, answer each by its id
             obs = self._dispatch(step, call.name, call.args)
             self.history.append({"role": "tool", "tool_call_id": call.id, "name": call.name,
-                                 "content": obs.content, "is_error": obs.is_error})
+                                 "content": scrub(obs.content), "is_error": obs.is_error})
 
     def _dispatch(self, step: Step, tool: str, args: dict) -> Observation:
         obs = dispatch(self.tools, tool, args)
@@ -173,14 +184,14 @@ class Agent:
             log.info("step %d: %s(%s) -> %s", self.steps, tool, _compact(args), obs.content[:200])
         return obs
 
-    def _bad_reply(self, step: Step, error: str) -> None:
+    def _bad_reply(self, step: Step, error: str,
+                   fix: str = 'Reply with one JSON object: {"tool": "<name>", "args": {...}}') -> None:
         step.error, self._bad_replies = error, self._bad_replies + 1
         log.warning("step %d: unusable reply: %s", self.steps, error)
         if self._bad_replies >= self.max_format_errors:
             return self._stop("format_errors", f"Stopped: {self._bad_replies} unusable replies in a row "
                                                f"(last problem: {error}).")
-        self._add("user", f"Your reply could not be used: {error}. Reply with one JSON object: "
-                          '{"tool": "<name>", "args": {...}}')
+        self._add("user", f"Your reply could not be used: {error}. {fix}")
 
     def _repeated(self, calls) -> bool:
         if not self.repeat_limit:
@@ -200,19 +211,19 @@ class Agent:
         self._stop("finish", answer)
 
     def _stop(self, reason: str, answer: str) -> None:
-        self.stop_reason, self.answer = reason, answer
+        self.stop_reason, self.answer = reason, scrub(answer)
         if reason != "finish":
             log.warning("stopped (%s): %s", reason, answer)
 
     def _add(self, role: str, content: str) -> None:
-        self.history.append({"role": role, "content": content})
+        self.history.append({"role": role, "content": scrub(content)})
 
     def _add_reply(self, reply: Reply) -> None:
         """The model's turn as a history message. With native tool calls it carries them; with a real API it
         also carries the provider's own content (``raw``), which goes back unchanged on the next request."""
-        message = {"role": "assistant", "content": reply.text}
+        message = {"role": "assistant", "content": scrub(reply.text)}
         if reply.tool_calls:
-            message["tool_calls"] = [{"id": c.id, "name": c.name, "args": c.args} for c in reply.tool_calls]
+            message["tool_calls"] = [{"id": c.id, "name": c.name, "args": scrub(c.args)} for c in reply.tool_calls]
         if reply.thinking:
             message["thinking"] = reply.thinking
         if reply.raw is not None:

@@ -9,6 +9,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -102,13 +103,47 @@ def cmd_demo(args) -> int:
     answer = agent.run(goal)
     print(f"\nAnswer: {answer}")
     print(f"(stop reason: {agent.stop_reason}, steps: {agent.steps})")
-    return 0
+    return 1 if agent.stop_reason == "model_error" else 0   # a failed API call is a failure for a script too
 
 
 _PACKAGES = ("anthropic", "openai", "jupyterlab", "ipykernel", "nbval", "ipywidgets", "matplotlib",
              "pytest", "hypothesis")
-_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS",
-         "COURSE_ANTHROPIC_MODEL", "COURSE_OPENAI_MODEL", "COURSE_OLLAMA_MODEL")
+_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")   # secrets: only whether they are set
+_SETTINGS = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS", "COURSE_ANTHROPIC_MODEL",
+             "COURSE_OPENAI_MODEL", "COURSE_OLLAMA_MODEL", "COURSE_ANTHROPIC_THINKING", "COURSE_ANTHROPIC_EFFORT")
+
+
+def _setting_problem(name: str) -> str | None:
+    """Check a setting with the same code that will read it, so doctor and the run agree."""
+    from .agent import default_max_steps
+    from .models.anthropic import EFFORTS, THINKING, _setting
+    try:
+        if name == "COURSE_MAX_STEPS":
+            default_max_steps()
+        elif name == "COURSE_ANTHROPIC_THINKING":
+            _setting(None, name, tuple(THINKING), "thinking")
+        elif name == "COURSE_ANTHROPIC_EFFORT":
+            _setting(None, name, EFFORTS, "effort")
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def _print_settings() -> int:
+    """Keys: set or not, never their values. Other settings: their value (a URL without any user:password@)."""
+    problems = 0
+    for key in _KEYS:
+        print(f"{key:<26} {'set' if os.environ.get(key) else 'not set'}")
+    for name in _SETTINGS:
+        value = os.environ.get(name, "").strip()
+        if not value:
+            print(f"{name:<26} not set")
+            continue
+        shown = re.sub(r"//[^/@]*@", "//", value) if name.endswith("_URL") else value
+        problem = _setting_problem(name)
+        problems += problem is not None
+        print(f"{name:<26} {shown}  {'INVALID: ' + problem if problem else 'ok'}")
+    return problems
 
 
 def _notebook_dir() -> Path | None:
@@ -145,8 +180,7 @@ def cmd_doctor(args) -> int:
         except metadata.PackageNotFoundError:
             print(f"{package:<11} missing (run `make lab` or `pip install -e .[dev]`)")
     print()
-    for key in _KEYS:   # whether a variable is set, never its value
-        print(f"{key:<22} {'set' if os.environ.get(key) else 'not set'}")
+    problems += _print_settings()
     if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("OPENAI_API_KEY")):
         print("No API key: every notebook still runs, with scripted models and a local stand-in server.")
     print()
@@ -227,18 +261,24 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description="Build an LLM Agent from Scratch: course tools.")
     sub = parser.add_subparsers(dest="command", required=True,
                                 metavar="{demo,doctor,live-check,check,make-exercises}")
-    demo = sub.add_parser("demo", help="run the agent with a scripted model and print each step")
+    demo = sub.add_parser("demo", help="run the agent step by step: a scripted model (offline), or --model for a "
+                                       "real one")
     demo.add_argument("goal", nargs="?", help=f"what to ask (default: {SCENARIOS['price']['goal']!r})")
     demo.add_argument("--model", choices=["scripted", "anthropic", "openai", "ollama"], default="scripted",
                       help="scripted (default, offline) or a real model: needs its API key or a local Ollama")
     demo.add_argument("--max-steps", type=_positive_int, default=None,
                       help="step cap (default: COURSE_MAX_STEPS or 6)")
     demo.set_defaults(func=cmd_demo)
-    doctor = sub.add_parser("doctor", help="check Python, packages, keys (set or not) and notebook kernels")
+    doctor = sub.add_parser("doctor", help="check Python, packages, keys (set or not), settings, model IDs against "
+                                           "their retirement dates, and notebook kernels")
     doctor.set_defaults(func=cmd_doctor)
     live = sub.add_parser("live-check", help="with a key (or Ollama running): check the real API works with the "
-                                             "course's loop, in one short scenario")
-    live.add_argument("provider", nargs="?", default="all", choices=["anthropic", "openai", "ollama", "all"])
+                                             "course's loop, in one short scenario (a few paid API calls)",
+                          description="Runs one short scenario (parallel tool calls, a tool error, an answer) "
+                                      "against the real API and reports what it did. Exit status: 0 compatible, "
+                                      "1 something failed, 2 nothing to check (no key, no Ollama server).")
+    live.add_argument("provider", nargs="?", default="all", choices=["anthropic", "openai", "ollama", "all"],
+                      help="which provider to check (default: all that are set up)")
     live.set_defaults(func=_live_check)
     check = sub.add_parser("check", help="grade exercise notebooks of a stage in a fresh kernel, offline")
     check.add_argument("stage", type=_stage, help="the stage, 01 to 08")

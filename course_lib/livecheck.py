@@ -45,12 +45,15 @@ class LiveReport:
     checks: list[tuple[bool, str]] = field(default_factory=list)   # (passed, sentence): these decide the result
     notes: list[str] = field(default_factory=list)                  # information only
     status: int = 0                                                 # 0 compatible, 1 failed, 2 not checked
+    api_failed: bool = False                                        # the API call itself failed
 
     def lines(self) -> list[str]:
         head = f"course live-check {self.provider}" + (f": model {self.model}" if self.model else "")
         body = [f"  {'✓' if ok else '✗'} {text}" for ok, text in self.checks] + [f"  · {n}" for n in self.notes]
         verdict = {0: "compatible: the course's loop works with this model",
                    1: "NOT compatible: see the ✗ lines above", 2: "not checked"}[self.status]
+        if self.api_failed:
+            verdict = "could not check: the API call failed (see the ✗ line)"
         return [head, *body, f"  result: {verdict}"]
 
 
@@ -83,6 +86,11 @@ def live_check(provider: str, model=None, max_steps: int = 6) -> LiveReport:
     agent = Agent(default_tools(), recorder, max_steps=max_steps)
     agent.run(GOAL)
     replies = recorder.replies
+    if agent.stop_reason == "model_error":   # the key, the network or the ID: nothing else can be judged
+        report.checks.append((False, f"the API call failed at step {agent.steps}: {agent.answer}"))
+        report.notes.append("fix what the line above says, then run `course live-check` again")
+        report.status, report.api_failed = 1, True
+        return report
     runs = [run for step in agent.trace for run in step.runs]
     errors = [i for i, m in enumerate(agent.history) if m.get("role") == "tool" and m.get("is_error")]
     report.checks.append((agent.stop_reason == "finish",
@@ -121,6 +129,8 @@ def cmd_live_check(args) -> int:
         print("\n".join(report.lines()), flush=True)
         statuses.append(report.status)
     if all(s == 2 for s in statuses):
-        print("Nothing was checked: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or start Ollama (`ollama serve`).")
+        what = {"anthropic": "set ANTHROPIC_API_KEY", "openai": "set OPENAI_API_KEY",
+                "ollama": "start Ollama (`ollama serve`)"}
+        print(f"Nothing was checked: {' or '.join(what[p] for p in providers)}, then run it again.")
         return 2
     return 1 if 1 in statuses else 0

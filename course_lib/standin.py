@@ -79,7 +79,8 @@ class StandInServer:
     """Serve ``turns`` in order to whichever SDK calls; a context manager that starts and stops the server."""
 
     def __init__(self, turns):
-        self.turns = [{"text": t} if isinstance(t, str) else dict(t) for t in turns]
+        self.turns = [_turn(t, k) for k, t in enumerate(turns)]
+        self._scripted = len(self.turns)
         self.requests: list[dict] = []   # {"api": ..., "body": {...}} per request, in order
         self.problems: list[str] = []
         self._issued: dict[str, tuple] = {}   # signature (or data) -> (block, its prefix, blocks before it)
@@ -129,8 +130,11 @@ class StandInServer:
             if rejected:   # a refused request uses up no turn
                 self.problems.append(rejected.problem)
                 return _error(api, status, rejected.message, rid, code=rejected.code, param=rejected.param)
-            if not self.turns:
-                return _error(api, 500, "the stand-in's script has no more turns", rid)
+            if not self.turns:   # the script's fault, not the network's: say so, and tell the SDK not to retry
+                status, body, extra = _error(api, 500, f"the stand-in's script ran out: it had {self._scripted} "
+                                             f"turn(s) and request {number} asked for another; add turns to "
+                                             "the script", rid)
+                return status, body, {**extra, "x-should-retry": "false"}
             turn = self.turns.pop(0)
             if "status" in turn:
                 return _error(api, turn["status"], turn.get("message", f"scripted error {turn['status']}"), rid,
@@ -181,6 +185,28 @@ class StandInServer:
                     return f"messages.{i}.content.{j}: {_BOUND} {changed}"
                 seen.append(_key(b))
         return None
+
+
+_TURN_KEYS = {"text", "tool_calls", "usage", "thinking", "redacted_thinking", "blocks", "stop_reason",
+              "finish_reason", "done_reason", "refusal"}
+_ERROR_KEYS = {"status", "message", "type", "code", "param", "retry_after"}
+
+
+def _turn(turn, k: int) -> dict:
+    """A scripted turn, checked now: a misspelt key would otherwise pass silently as an empty reply."""
+    if isinstance(turn, str):
+        return {"text": turn}
+    if not isinstance(turn, dict):
+        raise ValueError(f"turn {k} must be text or a dict, not {type(turn).__name__}")
+    allowed = _ERROR_KEYS if "status" in turn else _TURN_KEYS
+    unknown = sorted(set(turn) - allowed)
+    if unknown:
+        raise ValueError(f"turn {k} has unknown key(s) {', '.join(map(repr, unknown))}; a turn may have "
+                         f"{', '.join(sorted(allowed))}")
+    for call in turn.get("tool_calls", []):
+        if not isinstance(call, dict) or set(call) - {"name", "args"} or "name" not in call:
+            raise ValueError(f"turn {k}: each tool call is {{\"name\": ..., \"args\": {{...}}}}, not {call!r}")
+    return dict(turn)
 
 
 def _key(block: dict) -> str:
@@ -460,7 +486,10 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             headers = {k.lower(): v for k, v in self.headers.items()}
             status, payload, extra = self.standin.answer(api, body, headers)
-        data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        try:
+            data = json.dumps(payload, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:   # half an emoji in a scripted turn: sent as a \ud83d escape, as models do
+            data = json.dumps(payload).encode("ascii")
         self.send_response(status)
         for key, value in {"content-type": "application/json", "content-length": str(len(data)), **extra}.items():
             self.send_header(key, value)

@@ -27,7 +27,7 @@ def status(model, days=None, *, note=None, provider="anthropic", **kw):
 
 def test_an_id_past_its_retirement_date_is_retired_and_a_problem():
     s = status("claude-old", -30)
-    assert s == ModelStatus("retired", "RETIRED on 2026-01-30: set COURSE_ANTHROPIC_MODEL to a current ID",
+    assert s == ModelStatus("retired", "RETIRED on 2026-01-30: set COURSE_ANTHROPIC_MODEL to a current ID, or unset it to use the course default claude-haiku-5-5",
                             "2026-01-30")
     assert s.problem
 
@@ -46,7 +46,7 @@ def test_a_warning_only_within_60_days(days, expected):
 
 def test_warning_and_far_future_notes_name_the_date_and_the_days_left():
     assert status("claude-soon", 1).note == ("WARNING: deprecated (retires on 2026-03-02, in 1 day); "
-                                             "set COURSE_ANTHROPIC_MODEL to a current ID")
+                                             "set COURSE_ANTHROPIC_MODEL to a current ID, or unset it to use the course default claude-haiku-5-5")
     assert "in 45 days" in status("claude-soon", 45).note
     far = status("claude-later", 200)   # deprecated, but nothing to do yet: ok, with the date for planning
     assert far.note == "ok (deprecated: retires on 2026-09-17, in 200 days)" and not far.problem
@@ -70,7 +70,8 @@ def test_ollama_tags_are_free_form(monkeypatch):
     def no_sdk(provider):
         raise AssertionError("Ollama has no SDK list to read")
     monkeypatch.setattr(catalog, "sdk_models", lambda p: None if p == "ollama" else no_sdk(p))
-    assert model_status("ollama", "my-own-model:latest", today=TODAY) == ModelStatus("ok", "ok")
+    status = model_status("ollama", "my-own-model:latest", today=TODAY)
+    assert status.status == "ok" and "ollama list" in status.note and not status.problem
 
 
 def test_the_course_table_knows_ids_the_sdks_dropped():
@@ -285,7 +286,7 @@ def test_a_client_that_cannot_be_built_is_could_not_check(monkeypatch, no_client
 
 
 @pytest.mark.parametrize("override, line, exit_code", [
-    ("claude-2.1", "claude-2.1  RETIRED on 2025-07-21: set COURSE_ANTHROPIC_MODEL to a current ID", 1),
+    ("claude-2.1", "claude-2.1  RETIRED on 2025-07-21: set COURSE_ANTHROPIC_MODEL to a current ID, or unset it to use the course default claude-haiku-5-5", 1),
     ("claude-soon", "claude-soon  WARNING: deprecated (retires on {in_1}, in 1 day); set COURSE_ANTHROPIC_MODEL", 1),
     ("claude-later", "claude-later  ok (deprecated: retires on {in_100}, in 100 days)", 0),
     ("claude-typo", "claude-typo  unknown to the installed anthropic SDK", 0),
@@ -304,7 +305,7 @@ def test_doctor_prints_one_line_per_provider_and_exits_1_only_for_retiring_ids(
     assert cli.main(["doctor"]) == exit_code
     out = capsys.readouterr().out
     assert "anthropic model        " + line.format(in_1=in_1, in_100=in_100) in out
-    assert "openai model           gpt-5.4-mini  ok\n" in out and "ollama model           qwen3:8b  ok\n" in out
+    assert "openai model           gpt-5.4-mini  ok\n" in out and "ollama model           qwen3:8b  ok (not checked" in out
 
 
 def test_course_doctor_flags_a_retired_override(monkeypatch, capsys, fixture_tables):
@@ -313,7 +314,7 @@ def test_course_doctor_flags_a_retired_override(monkeypatch, capsys, fixture_tab
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("COURSE_ANTHROPIC_MODEL", "claude-2.1")
     assert cli.main(["doctor"]) == 1
-    assert ("anthropic model        claude-2.1  RETIRED on 2025-07-21: set COURSE_ANTHROPIC_MODEL to a current ID"
+    assert ("anthropic model        claude-2.1  RETIRED on 2025-07-21: set COURSE_ANTHROPIC_MODEL to a current ID, or unset it to use the course default claude-haiku-5-5"
             in capsys.readouterr().out)
 
 
@@ -324,4 +325,23 @@ def test_course_defaults_are_listed_by_the_installed_sdks_and_not_retiring(provi
     """Fails when the pinned SDK drops a default, or a default is retired or retires within 60 days:
     time to pick a new default in DEFAULTS (and re-record notebook 08)."""
     assert DEFAULTS[provider] in catalog.sdk_models(provider)
-    assert model_status(provider, DEFAULTS[provider]) == ModelStatus("ok", "ok")
+    assert model_status(provider, DEFAULTS[provider]).status == "ok"
+
+
+def test_a_rejected_key_is_a_problem_that_says_so():
+    """The first thing a new key can get wrong: doctor must not call that "could not check" and exit 0."""
+    import anthropic
+    import httpx2
+
+    class Models:
+        def retrieve(self, model):
+            response = httpx2.Response(401, json={"type": "error", "error": {"type": "authentication_error",
+                                       "message": "invalid x-api-key"}},
+                                       request=httpx2.Request("GET", "https://api.example.test/v1/models/x"))
+            raise anthropic.AuthenticationError("Error code: 401", response=response, body=None)
+
+    client = type("Client", (), {"models": Models()})()
+    status = model_status("anthropic", "claude-haiku-5-5", today=TODAY, deprecations={}, known_models=KNOWN,
+                          live=client)
+    assert status.status == "key rejected" and status.problem
+    assert "ANTHROPIC_API_KEY is set, but the anthropic API rejected it (401)" in status.note

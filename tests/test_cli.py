@@ -116,3 +116,21 @@ def test_demo_without_a_terminal_denies_writes(tmp_path):
                             capture_output=True, text=True, encoding="utf-8", timeout=60, cwd=tmp_path,
                             env={k: v for k, v in __import__("os").environ.items() if k != "COURSE_APPROVAL"})
     assert "did not approve" in result.stdout and not (tmp_path / "notes").exists()
+
+
+def test_demo_exits_1_when_the_api_call_fails():
+    result = run_cli("demo", "--model", "anthropic",
+                     env={"ANTHROPIC_API_KEY": "sk-ant-fake", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "could not reach the Anthropic server" in result.stdout and "stop reason: model_error" in result.stdout
+
+
+def test_doctor_checks_settings_with_the_code_that_reads_them():
+    result = run_cli("doctor", env={"COURSE_ANTHROPIC_EFFORT": "extreme", "COURSE_MAX_STEPS": "abc",
+                                    "COURSE_ANTHROPIC_THINKING": "summarized",
+                                    "OPENAI_BASE_URL": "http://user:secret@127.0.0.1:9/v1"})
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "COURSE_ANTHROPIC_EFFORT    extreme  INVALID: effort must be one of low" in result.stdout
+    assert "COURSE_MAX_STEPS           abc  INVALID" in result.stdout
+    assert "COURSE_ANTHROPIC_THINKING  summarized  ok" in result.stdout
+    assert "OPENAI_BASE_URL            http://127.0.0.1:9/v1  ok" in result.stdout and "secret" not in result.stdout

@@ -105,7 +105,9 @@ def test_anthropic_stop_reasons(provider_stop, stop):
     assert (reply.stop, reply.provider_stop) == (stop, provider_stop)
     agent = Agent(default_tools(), ScriptedModel([reply], native_tools=True))
     answer = agent.run("?")
-    assert agent.stop_reason == stop and "Half an ans" not in answer and provider_stop in answer
+    assert agent.stop_reason == stop and provider_stop in answer
+    # a refusal's own words are quoted as what the model said; a cut-off text is never offered as the answer
+    assert ('It said: "Half an ans".' in answer) if stop == "refused" else ("Half an ans" not in answer)
     assert agent.trace[-1].reply == "Half an ans"   # the partial text stays in the trace
     assert answer.count(". ") <= 2 and answer.endswith(".")
 
@@ -323,3 +325,46 @@ def test_history_to_openai_is_unchanged_by_raw_anthropic_content():
     converted = history_to_openai(agent.history)
     assert converted[2]["tool_calls"][0]["function"]["arguments"] == '{"topic": "단가"}'
     assert all("raw" not in m for m in converted)
+
+
+def test_an_empty_final_turn_is_not_an_answer():
+    """Real models sometimes end a turn with nothing in it: that is an unusable reply, not a blank answer."""
+    thinking_only = reply_from_anthropic(anthropic_response([THINKING], "end_turn"))
+    model = ScriptedModel([thinking_only, Reply(text=""), Reply(text="Seven units cost $168.")], native_tools=True)
+    agent = Agent(default_tools(), model)
+    assert agent.run("?") == "Seven units cost $168." and agent.stop_reason == "finish"
+    assert [s.error for s in agent.trace][:2] == ["the reply was empty"] * 2
+    nudges = [m["content"] for m in agent.history if m["role"] == "user"][1:]
+    assert nudges == ["Your reply could not be used: the reply was empty. Answer in plain text, or call one of "
+                      "the tools."] * 2
+    _, messages = history_to_anthropic(agent.history)
+    assert messages[1] == {"role": "assistant", "content": [THINKING]}   # kept: its thinking block
+    assert all(m["content"] for m in messages)   # the empty turn without blocks is not sent back
+    agent = Agent(default_tools(), ScriptedModel([Reply(text="  ")] * 3, native_tools=True))
+    agent.run("?")
+    assert agent.stop_reason == "format_errors" and agent.answer.startswith("Stopped: 3 unusable replies")
+
+
+def test_a_tool_the_api_cannot_be_told_about_fails_when_the_agent_is_built():
+    with pytest.raises(ValueError, match="does not say what the items are"):
+        Agent({"tag": _tool(list)}, ScriptedModel([], native_tools=True))
+    Agent({"tag": _tool(list)}, ScriptedModel([]))   # the text protocol describes tools in prose: fine
+
+
+def test_half_an_emoji_never_reaches_the_history():
+    agent = Agent(default_tools(), ScriptedModel([{"tool_calls": [{"name": "lookup", "args": {"topic": "\ud83d"}}]},
+                                                  "done \ud83d"], native_tools=True))
+    agent.run("what is \ud83d this?")
+    text = json.dumps(agent.history, ensure_ascii=False)
+    text.encode("utf-8")   # would raise on a lone surrogate
+    assert agent.history[1]["content"] == "what is \ufffd this?" and agent.answer == "done \ufffd"
+
+
+def test_openai_max_tokens_is_sent_by_its_current_name():
+    assert OpenAIModel(api_key="x", max_tokens=500).request([{"role": "user", "content": "hi"}])[
+        "max_completion_tokens"] == 500
+    assert "max_completion_tokens" not in OpenAIModel(api_key="x").request([{"role": "user", "content": "hi"}])
+    ollama = OpenAIModel.ollama(max_tokens=500).request([{"role": "user", "content": "hi"}])
+    assert ollama["max_tokens"] == 500
+    with pytest.raises(ValueError, match="max_tokens"):
+        OpenAIModel(api_key="x", max_tokens=0)

@@ -42,7 +42,8 @@ def test_an_api_error_fails_the_check_with_the_sentence(provider, monkeypatch):
         point_at(monkeypatch, provider, server)
         report = live_check(provider)
     assert report.status == 1 and not report.checks[0][0]
-    assert "rejected the API key" in "\n".join(report.lines()) and "NOT compatible" in report.lines()[-1]
+    assert "rejected the API key" in "\n".join(report.lines()) and "API call failed" in report.lines()[-1]
+    assert len(report.checks) == 1   # one line saying what failed, no guesses about the rest
 
 
 def test_without_keys_it_says_what_to_set_and_exits_2(monkeypatch, capsys):

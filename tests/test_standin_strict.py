@@ -5,6 +5,7 @@ through the real SDKs (to see the exception class and message a learner would ge
 texts are the real APIs' words as users have reported them (see the comments in course_lib/standin.py).
 """
 import json
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -621,3 +622,34 @@ def test_problems_records_every_rule_broken():
         status, body, _ = post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [GOAL]})
     assert len(server.problems) == 4 and status == 200 and body["content"][0]["text"] == "ok"
     assert "no API key was sent" in server.problems[1]
+
+
+# -- learners write scripts: their mistakes are named, not blamed on the network -----------------------------
+@pytest.mark.parametrize("turn, words", [({"txt": "hello"}, "unknown key(s) 'txt'"),
+                                         ({"tool_calls": [{"name": "lookup", "arguments": {}}]}, "each tool call"),
+                                         (42, "must be text or a dict"),
+                                         ({"status": 429, "text": "x"}, "unknown key(s) 'text'")])
+def test_a_misspelt_turn_is_refused_when_the_script_is_given(turn, words):
+    with pytest.raises(ValueError, match=re.escape(words)):
+        StandInServer(["fine", turn])
+
+
+def test_a_script_that_runs_out_says_so_and_is_not_retried():
+    from course_lib import default_tools
+    from course_lib.agent import Agent
+    from course_lib.models.anthropic import AnthropicModel
+    with StandInServer([{"tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]}]) as server:
+        agent = Agent(default_tools(), AnthropicModel(base_url=server.url, api_key="k"))   # 2 retries allowed
+        agent.run("price?")
+    assert len(server.requests) == 2   # no retries: the SDK was told not to (x-should-retry: false)
+    assert agent.stop_reason == "model_error" and "script ran out: it had 1 turn(s) and request 2" in agent.answer
+
+
+def test_half_an_emoji_in_a_scripted_turn_arrives_as_the_escape_models_send():
+    from course_lib import default_tools
+    from course_lib.agent import Agent
+    from course_lib.models.openai import OpenAIModel
+    with StandInServer(["price \ud83d"]) as server:
+        agent = Agent(default_tools(), OpenAIModel(base_url=server.url + "/v1", api_key="k", max_retries=0))
+        agent.run("price?")
+    assert agent.stop_reason == "finish" and agent.answer == "price \ufffd"

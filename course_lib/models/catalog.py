@@ -65,8 +65,8 @@ class ModelStatus:
 
     @property
     def problem(self) -> bool:
-        """Retired or retiring soon: doctor exits 1. Unknown and could-not-check only inform."""
-        return self.status in ("retired", "warning")
+        """Retired, retiring soon or a rejected key: doctor exits 1. Unknown and could-not-check only inform."""
+        return self.status in ("retired", "warning", "key rejected")
 
 
 def model_id(provider: str) -> str:
@@ -114,7 +114,9 @@ def _from_tables(provider, model, today, deprecations, known_models) -> ModelSta
     if noted is not None:
         retires = parse_date(noted)
         return _by_date(provider, retires, today) if retires else ModelStatus(
-            "warning", f"WARNING: deprecated ({noted}); set {ENV_VARS[provider]} to a current ID")
+            "warning", f"WARNING: deprecated ({noted}); {_fix(provider)}")
+    if provider == "ollama":   # names are free-form tags of models you pulled yourself
+        return ModelStatus("ok", "ok (not checked: `ollama list` shows the models you have)")
     if known_models is not None and model not in known_models:
         return ModelStatus("unknown", f"unknown to the installed {provider} SDK: check the spelling, or set "
                                       f"{ENV_VARS[provider]} to a listed ID (or update the SDK)")
@@ -123,7 +125,7 @@ def _from_tables(provider, model, today, deprecations, known_models) -> ModelSta
 
 def _by_date(provider: str, retires: date, today: date) -> ModelStatus:
     """The date rules: retired on or after the date, a warning inside WARN_DAYS, else ok with the date."""
-    days, when, fix = (retires - today).days, retires.isoformat(), f"set {ENV_VARS[provider]} to a current ID"
+    days, when, fix = (retires - today).days, retires.isoformat(), _fix(provider)
     if days <= 0:   # requests fail from the retirement date on
         return ModelStatus("retired", f"RETIRED on {when}: {fix}", when)
     if days <= WARN_DAYS:
@@ -132,12 +134,20 @@ def _by_date(provider: str, retires: date, today: date) -> ModelStatus:
     return ModelStatus("ok", f"ok (deprecated: retires on {when}, in {days} days)", when)
 
 
+def _fix(provider: str) -> str:
+    return (f"set {ENV_VARS[provider]} to a current ID, or unset it to use the course default "
+            f"{DEFAULTS[provider]}")
+
+
 def _ask_provider(provider: str, model: str, client, today: date) -> ModelStatus:
-    """The provider's own answer from its models endpoint; errors other than a 404 propagate."""
-    fix = f"set {ENV_VARS[provider]} to a current ID"
+    """The provider's own answer from its models endpoint; errors other than a 401 or 404 propagate."""
+    fix = _fix(provider)
     try:
         info = client.models.retrieve(model)
     except Exception as e:
+        if getattr(e, "status_code", None) == 401:   # the first thing a new key can get wrong
+            return ModelStatus("key rejected", f"could not check: {KEY_VARS[provider]} is set, but the {provider} "
+                                               "API rejected it (401); check the key")
         if getattr(e, "status_code", None) != 404:
             raise
         return ModelStatus("retired", f"RETIRED or unknown to your account (the {provider} models endpoint "

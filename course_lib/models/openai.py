@@ -76,10 +76,12 @@ class OpenAIModel:
 
     def __init__(self, model: str | None = None, *, client=None, base_url: str | None = None,
                  api_key: str | None = None, native_tools: bool = True, max_retries: int = 2,
-                 provider: str = "openai"):
+                 provider: str = "openai", max_tokens: int | None = None):
         self.provider = provider   # "openai", or "ollama" for a local Ollama server
         self.model = model or model_id(provider)
-        self.native_tools = native_tools
+        if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
+            raise ValueError(f"max_tokens must be a positive whole number or None, not {max_tokens!r}")
+        self.native_tools, self.max_tokens = native_tools, max_tokens   # None: the model's own limit
         self.client = client or make_client("openai", base_url=base_url, api_key=api_key,
                                             max_retries=max_retries)
 
@@ -94,6 +96,8 @@ class OpenAIModel:
         request = {"model": self.model, "messages": history_to_openai(messages)}
         if tools and self.native_tools:
             request["tools"] = tools_to_openai(tools)
+        if self.max_tokens:   # OpenAI's current name for the output limit; Ollama's endpoint knows the old one
+            request["max_completion_tokens" if self.provider == "openai" else "max_tokens"] = self.max_tokens
         return scrub(request)   # half an emoji cannot be sent as UTF-8: it becomes U+FFFD
 
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> Reply:

@@ -31,8 +31,9 @@ def require_key(provider: str, api_key: str | None) -> str:
     key = api_key or os.environ.get(KEY_VARS[provider], "")
     if not key:
         raise MissingKeyError(
-            f"{KEY_VARS[provider]} is not set: set it (for example `export {KEY_VARS[provider]}=...` before "
-            "starting JupyterLab) to run live; without it the notebooks use the local stand-in server.")
+            f"{KEY_VARS[provider]} is not set: to run live, set it in the terminal (`export "
+            f"{KEY_VARS[provider]}=...`) before starting JupyterLab or `course`; without it the notebooks use the "
+            "local stand-in server.")
     return key
 
 
@@ -93,8 +94,7 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
     if isinstance(error, module.APIConnectionError):
         where = f" at {base_url}" if base_url else ""
         hint = "is `ollama serve` running?" if provider == "ollama" else "check the network or the base URL"
-        return ModelError(f"could not reach the {name} server{where} ({type(error).__name__}): {hint}; "
-                          "without a key the notebooks use the local stand-in server")
+        return ModelError(f"could not reach the {name} server{where} ({type(error).__name__}): {hint}")
     if not isinstance(error, module.APIStatusError):
         return None
     status = error.status_code
@@ -126,7 +126,7 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
         text = f"{name} rejected the request (400 bad request)"
     elif status == 429:
         text = f"{name} is rate-limiting this key (429), still after the SDK's retries: wait a minute and try again"
-    elif status == 529 or kind == "overloaded_error":
+    elif status == 529 or kind == "overloaded_error" or (status == 503 and "overloaded" in low):
         text = f"{name}'s API is overloaded right now ({status}), still after the SDK's retries: try again later"
     elif status >= 500:
         text = f"{name} had a server error ({status}), still after the SDK's retries: try again later"

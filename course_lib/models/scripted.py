@@ -32,7 +32,7 @@ class ScriptedModel:
         if turn >= len(self.replies):
             count = f"{len(self.replies)} repl{'y' if len(self.replies) == 1 else 'ies'}"
             raise ModelError(f"the script ran out: it has {count} and call {turn + 1} asked for another; "
-                             "add replies to the script or lower max_steps")
+                             "add replies to the script or lower max_steps.")
         reply = self.replies[turn]
         if isinstance(reply, BaseException):
             raise ModelError(str(reply)) from reply
