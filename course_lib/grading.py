@@ -51,6 +51,8 @@ def make_exercise(solution, name: str):
                 "# Hidden tests for this exercise run when your work is graded (`course check`).")
         cell.source = source.rstrip("\n")
         cell.outputs, cell.execution_count = [], None
+        if cell.metadata.get("nbgrader", {}).get("locked"):   # JupyterLab then refuses edits and deletes
+            cell.metadata["editable"], cell.metadata["deletable"] = False, False
     header = nbformat.v4.new_markdown_cell(HEADER.format(name=name))
     header.id = "generated-header"
     nb.cells.insert(0, header)
