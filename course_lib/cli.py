@@ -223,28 +223,8 @@ def _live_check(args) -> int:
 
 
 def cmd_check(args) -> int:
-    """Grade exercise notebooks of one stage; exit 0 only when every exercise of every notebook passed."""
-    from .grading import ROOT, grade
-    notebooks = args.notebooks or sorted(str(p) for p in (ROOT / "exercises").glob(f"{args.stage}_*_exercises.ipynb"))
-    if not notebooks:
-        raise ValueError(f"no exercise notebook for stage {args.stage} (give its path)")
-    grades = []
-    for number, notebook in enumerate(notebooks, 1):
-        if not Path(notebook).is_file():
-            raise ValueError(f"{notebook}: no such notebook")
-        if not args.json:   # progress: grading runs a fresh kernel per notebook
-            print(f"[{number}/{len(notebooks)}] {Path(notebook).name} ...", flush=True)
-        result = grade(notebook, args.stage)
-        grades.append(result)
-        if not args.json:
-            for ex in result.exercises:
-                print(f"    {'✓' if ex.passed else '✗'} {ex.exercise}  {ex.detail}")
-    if args.json:
-        print(json.dumps([g.as_dict() for g in grades], ensure_ascii=False, indent=2))
-    else:
-        done = sum(g.passed for g in grades)
-        print(f"{done}/{len(grades)} notebook(s) passed every exercise")
-    return 0 if all(g.passed for g in grades) else 1
+    from .grader import cmd_check as check
+    return check(args)
 
 
 def cmd_make_exercises(args) -> int:
@@ -280,10 +260,18 @@ def build_parser() -> argparse.ArgumentParser:
     live.add_argument("provider", nargs="?", default="all", choices=["anthropic", "openai", "ollama", "all"],
                       help="which provider to check (default: all that are set up)")
     live.set_defaults(func=_live_check)
-    check = sub.add_parser("check", help="grade exercise notebooks of a stage in a fresh kernel, offline")
+    check = sub.add_parser("check", help="grade exercise notebooks of a stage, each in a fresh sandboxed kernel",
+                           description="Exit status: 0 every exercise passed, 1 some failed, 2 usage error, "
+                                       "3 the grader itself failed.")
     check.add_argument("stage", type=_stage, help="the stage, 01 to 08")
     check.add_argument("notebooks", nargs="*", help="notebooks to grade (default: exercises/NN_*_exercises.ipynb)")
     check.add_argument("--json", action="store_true", help="print the results as JSON, for collecting")
+    check.add_argument("--solutions", metavar="DIR", help="grade from the solution notebooks in DIR (kept outside "
+                                                         "the learners' repository) instead of solutions/")
+    check.add_argument("--timeout", type=_positive_int, default=60, metavar="SECONDS",
+                       help="time limit per cell (default 60)")
+    check.add_argument("--jobs", type=_positive_int, default=max(1, min(4, (os.cpu_count() or 2))), metavar="N",
+                       help="notebooks graded at the same time (default: the number of cores, at most 4)")
     check.set_defaults(func=cmd_check)
     make = sub.add_parser("make-exercises", help="generate exercises/ from solutions/")
     make.add_argument("--check", action="store_true", help="write nothing; fail if exercises/ is out of date")

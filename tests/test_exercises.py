@@ -100,5 +100,6 @@ def test_course_check_exit_status_and_json_from_the_terminal():
     failed = run("--json", str(exercise_nb), str(solution))
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
     report = json.loads(failed.stdout)
-    assert [r["passed"] for r in report] == [False, True]
-    assert {e["detail"] for e in report[0]["exercises"]} == {"not implemented yet"}
+    assert [r["passed"] for r in report["notebooks"]] == [False, True]
+    assert (report["passed"], report["total"], report["grader_errors"]) == (1, 2, [])
+    assert {e["detail"] for e in report["notebooks"][0]["exercises"]} == {"not implemented yet"}

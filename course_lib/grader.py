@@ -1,0 +1,436 @@
+"""``course check``: grades an instructor can trust, one notebook or a whole class.
+
+Fail closed. The grader builds the notebook it runs from the source it trusts, the solution notebook: its
+set-up, check and hidden-test cells, and its text. From the submission it takes only the answer cells
+(nbgrader ``solution`` cells, by ``grade_id``). A graded cell that is missing, duplicated, of another type
+or re-tagged is tampering, and fails that exercise; cells a student added are not run (the report says so).
+
+Results the submission cannot print. Pass or fail comes from what the grader observes from outside: the
+kernel's execution replies for the answer and hidden-test cells, and the exercise's cases re-run by the
+grader itself (``checks.run_cases``, freshly re-imported) in a silent request whose result travels back
+in the reply (``user_expressions``), not as printed output. Before every trusted cell a silent request
+undoes what a submission may have installed (event hooks, custom exception handlers, AST transformers,
+tracers). Code that runs inside the kernel can still, in principle, reach the grader's own objects there;
+this raises the bar far above printing a fake ✓, but it is not a proof against a determined attacker.
+
+Isolation and survival. Each notebook runs in a fresh kernel in a scratch folder, inside the sandbox of
+``course_lib.sandbox`` (bubblewrap where available: no network, read-only files, solutions hidden), with
+API keys removed, a time limit per cell, and a cap on output. A dead kernel, a timeout, an unreadable file
+fail that notebook with the reason; the batch goes on. ``grade_all`` runs notebooks in parallel.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import tempfile
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from . import sandbox
+from .grading import ROOT, SOLUTION, _grade_id, _stub
+
+CHECK_CALL = re.compile(r"""check\(\s*["'](\d\d\.\d+)["']\s*,\s*([A-Za-z_]\w*)""")
+OUTPUT_CAP = 2_000_000   # characters of output kept per notebook; the rest is dropped, and the report says so
+RESET = """\
+import sys, IPython
+ip = IPython.get_ipython()
+ip.set_custom_exc((), None)
+for hooks in ip.events.callbacks.values():   # keep IPython's and the kernel's own hooks only
+    hooks[:] = [h for h in hooks if str(getattr(h, "__module__", "")).split(".")[0] in
+                ("IPython", "ipykernel", "matplotlib", "matplotlib_inline")]
+ip.ast_transformers[:] = []
+ip.input_transformers_post[:] = []
+sys.settrace(None); sys.setprofile(None); sys.excepthook = sys.__excepthook__
+result = "reset"
+"""
+JUDGE = RESET + """\
+import importlib, json
+importlib.reload(importlib.import_module("course_lib.exercises.stage" + STAGE))
+checks = importlib.reload(importlib.import_module("course_lib.checks"))   # fresh from the read-only source
+found = {}
+for exercise, name in CANDIDATES.items():
+    missing = name not in ip.user_ns
+    candidate = ip.user_ns.get(name)
+    found[exercise] = {"defined": not missing, "module": str(getattr(candidate, "__module__", "") or ""),
+                       "result": None if missing else checks.run_cases(exercise, candidate).as_dict()}
+result = json.dumps(found, ensure_ascii=False, default=str)
+"""
+
+
+def _expression(source: str) -> str:
+    """An expression that runs ``source`` with the real ``exec`` in a fresh namespace and gives its ``result``.
+
+    Sent as a ``user_expression``, it is evaluated with ``eval``: no IPython input or AST transformer sees it,
+    and it looks up no name a submission could have shadowed in the notebook's namespace (the builtins module
+    is found through ``object.__subclasses__``)."""
+    builtins = ('[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == "BuiltinImporter"][0]'
+                '.create_module([c for c in ().__class__.__base__.__subclasses__() '
+                'if c.__name__ == "BuiltinImporter"][0].find_spec("builtins"))')
+    return f"(lambda b, g: (b.exec({source!r}, g), g['result'])[1])({builtins}, {{'__builtins__': {builtins}}})"
+
+
+class GraderError(Exception):
+    """The grader itself cannot work (no solution notebook, no kernel): exit status 3, not a student's fail."""
+
+
+@dataclass
+class ExerciseGrade:
+    exercise: str
+    passed: bool
+    detail: str
+    points: int = 0
+    max_points: int = 0
+    failing: list[dict] = field(default_factory=list)   # the failing check() rows: label, expected, got, hint
+
+
+@dataclass
+class Grade:
+    notebook: str
+    stage: str
+    exercises: list[ExerciseGrade]
+    errors: list[str] = field(default_factory=list)   # errors outside the graded cells, e.g. a set-up cell
+    notes: list[str] = field(default_factory=list)    # what the grader did about the notebook (dropped cells, ...)
+    reason: str = ""                                   # why the whole notebook failed, if it did
+    isolation: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return not self.reason and bool(self.exercises) and all(e.passed for e in self.exercises)
+
+    def as_dict(self) -> dict:
+        total = sum(e.points for e in self.exercises)
+        return {**asdict(self), "passed": self.passed, "points": total,
+                "max_points": sum(e.max_points for e in self.exercises)}
+
+
+def solution_for(stage: str, solutions_dir: Path | None = None) -> Path:
+    folder = Path(solutions_dir) if solutions_dir else ROOT / "solutions"
+    found = sorted(folder.glob(f"{stage}_*_exercises.ipynb"))
+    if not found:
+        raise GraderError(f"there is no solution notebook for stage {stage} in {folder}")
+    return found[0]
+
+
+# -- 1. assemble: trusted cells from the solution, answers from the submission ----------------------------------
+def _nbgrader(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def assemble(trusted, submission) -> tuple[object, dict[str, list[str]], list[str]]:
+    """The notebook to run, the tampering found per exercise, and notes. ``trusted`` is the solution notebook."""
+    import nbformat
+    tamper: dict[str, list[str]] = {}
+    by_id: dict[str, list] = {}
+    for cell in submission.cells:
+        if _grade_id(cell):
+            by_id.setdefault(_grade_id(cell), []).append(cell)
+    cells = []
+    for cell in trusted.cells:
+        gid, meta = _grade_id(cell), _nbgrader(cell)
+        if not gid:   # set-up code and text: the trusted version, with any solution region stubbed
+            cells.append(_copy(cell, SOLUTION.sub(_stub, cell.source) if cell.cell_type == "code" else cell.source))
+            continue
+        exercise = _exercise_of(gid)
+        theirs = by_id.get(gid, [])
+        problem = ("is missing" if not theirs else f"appears {len(theirs)} times" if len(theirs) > 1
+                   else f"was changed into a {theirs[0].cell_type} cell" if theirs[0].cell_type != cell.cell_type
+                   else "lost its nbgrader tags" if any(_nbgrader(theirs[0]).get(k) != meta.get(k)
+                                                        for k in ("solution", "grade", "locked")) else None)
+        if problem:
+            tamper.setdefault(exercise, []).append(f"cell '{gid}' {problem}")
+        if meta.get("solution"):   # the only cells the submission decides
+            source = theirs[0].source if theirs and not problem else SOLUTION.sub(_stub, cell.source)
+        else:
+            source = cell.source
+        cells.append(_copy(cell, source))
+    known = {_grade_id(c) for c in trusted.cells} - {""}
+    plain = {c.source.strip() for c in trusted.cells if c.cell_type == "code" and not _grade_id(c)}
+    added = [c for c in submission.cells if c.cell_type == "code" and c.source.strip()
+             and (_grade_id(c) not in known if _grade_id(c) else c.source.strip() not in plain)]
+    notes = [f"{len(added)} code cell(s) you added were not run: only the answer cells are graded, so put "
+             "helper code inside an answer cell"] if added else []
+    edited = [g for g, found in by_id.items() if g in known and len(found) == 1 and not _nbgrader(found[0]).get(
+        "solution") and found[0].source.strip() != _source(trusted, g).strip() and not g.endswith("_hidden")]
+    if edited:
+        notes.append(f"locked cell(s) {', '.join(sorted(edited))} were edited; the originals were run")
+    nb = nbformat.v4.new_notebook(cells=cells, metadata=trusted.metadata)
+    return nb, tamper, notes
+
+
+def _copy(cell, source: str):
+    new = dict(cell)
+    new = type(cell)(new)
+    new["source"] = source
+    if cell.cell_type == "code":
+        new["outputs"], new["execution_count"] = [], None
+    return new
+
+
+def _source(nb, gid: str) -> str:
+    return next((c.source for c in nb.cells if _grade_id(c) == gid), "")
+
+
+def _exercise_of(gid: str) -> str:   # "ex04_2_hidden" -> "04.2"
+    return gid[2:].split("_")[0] + "." + gid[2:].split("_")[1]
+
+
+# -- 2. run it in a sandboxed kernel, observing replies from outside ------------------------------------------
+def _environment(scratch: Path) -> dict:
+    drop = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS",
+            "COURSE_ANTHROPIC_MODEL", "COURSE_OPENAI_MODEL", "COURSE_OLLAMA_MODEL", "JPY_PARENT_PID")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    closed = "http://127.0.0.1:9"   # where there is a network at all, web requests fail at once
+    env.update({"PYTHONHASHSEED": "0", "COURSE_APPROVAL": "deny", "HOME": str(scratch / "home"),
+                "TMPDIR": str(scratch / "tmp"), "IPYTHONDIR": str(scratch / "home" / ".ipython"),
+                "MPLCONFIGDIR": str(scratch / "tmp"), "HTTP_PROXY": closed, "HTTPS_PROXY": closed,
+                "ALL_PROXY": closed, "http_proxy": closed, "https_proxy": closed, "NO_PROXY": "", "no_proxy": ""})
+    return env
+
+
+def _client_class():
+    from nbclient import NotebookClient
+
+    class ObservingClient(NotebookClient):
+        """Keeps each cell's execution status from the kernel's reply, and caps output."""
+        statuses: dict
+        kept: int = 0
+        capped: bool = False
+
+        async def _check_raise_for_error(self, cell, cell_index, exec_reply):
+            content = (exec_reply or {}).get("content", {})
+            self.statuses[cell_index] = (content.get("status", "no reply"), content.get("ename"), content.get("evalue"))
+            return await super()._check_raise_for_error(cell, cell_index, exec_reply)
+
+        def output(self, outs, msg, display_id, cell_index):
+            size = len(json.dumps(msg.get("content", {}), default=str))
+            if self.kept + size > OUTPUT_CAP:
+                self.capped = True
+                return None
+            self.kept += size
+            return super().output(outs, msg, display_id, cell_index)
+
+    return ObservingClient
+
+
+def _silent(client, code: str, timeout: float, expression: str | None = None) -> dict:
+    """Run ``code`` without events or history (no pre/post_run_cell hooks see it); return the reply content,
+    or {} when no reply came within ``timeout`` seconds (the kernel is then interrupted)."""
+    from jupyter_core.utils import run_sync
+    msg_id = client.kc.execute(code, silent=True, store_history=False,
+                               user_expressions={"r": expression} if expression else None)
+    saved, client.timeout = client.timeout, timeout
+    try:
+        reply = run_sync(client.async_wait_for_reply)(msg_id)
+    finally:
+        client.timeout = saved
+    return (reply or {}).get("content", {})
+
+
+def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str, hidden: list[Path]):
+    """Execute the assembled notebook; return (cell statuses, judge results, notes, reason)."""
+    from nbclient.exceptions import DeadKernelError
+    scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
+    for sub in ("work", "home", "tmp"):
+        (scratch / sub).mkdir()
+    client = _client_class()(nb, km=sandbox.kernel_manager(level, scratch, hidden), timeout=timeout,
+                             kernel_name="python3", allow_errors=True, interrupt_on_timeout=True,
+                             error_on_timeout={"ename": "TimeoutError",
+                                               "evalue": f"the cell ran longer than {timeout} s"},
+                             resources={"metadata": {"path": str(scratch / "work")}})
+    client.statuses, notes, reason, judged = {}, [], "", None
+    try:
+        with client.setup_kernel(env=_environment(scratch), cwd=str(scratch / "work")):
+            try:
+                for index, cell in enumerate(nb.cells):
+                    if cell.cell_type != "code":
+                        continue
+                    if not _nbgrader(cell).get("solution"):   # a trusted cell: undo hooks first
+                        _silent(client, "", timeout, _expression(RESET))
+                    client.execute_cell(cell, index)
+                    if client.statuses.get(index, ("",))[0] == "error" and client.statuses[index][1] == "TimeoutError":
+                        if not _silent(client, "pass", 10):   # still stuck after the interrupt: stop here
+                            reason = f"the kernel was still busy {timeout} s after a cell was interrupted"
+                            break
+                if not reason:
+                    judge_source = f"STAGE = {stage!r}\nCANDIDATES = {candidates!r}\n" + JUDGE
+                    reply = _silent(client, "", timeout, _expression(judge_source))
+                    data = reply.get("user_expressions", {}).get("r", {})
+                    if data.get("status") == "ok":
+                        judged = json.loads(ast.literal_eval(data["data"]["text/plain"]))
+                    else:
+                        reason = f"the grader's own check could not run ({data.get('ename')}: {data.get('evalue')})"
+            except DeadKernelError:
+                reason = "the kernel died while running the notebook (os._exit, a crash, or out of memory)"
+    except RuntimeError as e:   # the kernel did not start at all
+        raise GraderError(f"could not start a kernel ({level} sandbox): {e}") from None
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    if client.capped:
+        notes.append(f"output was capped at {OUTPUT_CAP:,} characters")
+    return client.statuses, judged, notes, reason
+
+
+# -- 3. judge each exercise from what was observed ---------------------------------------------------------------
+def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates: dict, allowed_reexport=()):
+    grades = []
+    points = {_exercise_of(_grade_id(c)): int(_nbgrader(c).get("points") or 0)
+              for c in trusted.cells if _grade_id(c).endswith("_hidden")}
+    index = {_grade_id(c): i for i, c in enumerate(trusted.cells) if _grade_id(c)}
+    for exercise, name in candidates.items():
+        prefix = "ex" + exercise.replace(".", "_")
+        status = lambda gid: statuses.get(index.get(gid, -1), ("not run", None, None))
+        seen = (judged or {}).get(exercise) or {}
+        result = seen.get("result") or {}
+        failing = [row for row in result.get("cases", []) if not row.get("ok")]
+        answer, hidden = status(prefix), status(prefix + "_hidden")
+        if exercise in tamper:
+            detail = "tampering: " + "; ".join(tamper[exercise])
+        elif answer[1] == "TimeoutError":
+            detail = f"your answer cell was stopped: {answer[2]}"
+        elif not seen.get("defined"):
+            detail = f"your answer cell defines no `{name}`" if judged is not None else "not graded"
+        elif result.get("not_implemented"):
+            detail = "not implemented yet"
+        elif seen.get("module", "").startswith("course_lib") and name not in allowed_reexport:
+            detail = (f"`{name}` is course_lib's finished version ({seen['module']}), not your own: the exercise "
+                      "asks you to write it")
+        elif result.get("error"):
+            detail = f"the check could not run: {result['error']}"
+        elif failing:
+            detail = f"{len(result['cases']) - len(failing)}/{len(result['cases'])} cases passed in check()"
+        elif answer[0] == "error":
+            detail = f"your answer cell raised {answer[1]}: {answer[2]}"
+        elif hidden[0] != "ok":
+            detail = (f"hidden tests failed: {hidden[1]}: {hidden[2]}" if hidden[0] == "error"
+                      else f"hidden tests did not run ({hidden[0]})")
+        else:
+            detail = f"{len(result['cases'])}/{len(result['cases'])} cases passed, hidden tests passed"
+        passed = detail.endswith("hidden tests passed")
+        grades.append(ExerciseGrade(exercise, passed, detail[:500], points.get(exercise, 0) if passed else 0,
+                                    points.get(exercise, 0), failing[:10]))
+    return grades
+
+
+def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level: str | None = None) -> Grade:
+    """Grade one submission of ``stage``. A student's problem is a failed Grade; a grader problem raises
+    GraderError."""
+    import nbformat
+    trusted_path = solution_for(stage, solutions_dir)
+    trusted = nbformat.read(trusted_path, as_version=4)
+    candidates = {m[1]: m[2] for c in trusted.cells if _grade_id(c).endswith("_check")
+                  for m in [CHECK_CALL.search(c.source)] if m}
+    level = level or sandbox.isolation()
+    result = Grade(str(notebook), stage, [], isolation=sandbox.DESCRIPTIONS[level])
+    try:
+        submission = nbformat.read(Path(notebook), as_version=4)
+    except Exception as e:   # missing, not JSON, not a notebook
+        result.reason = f"cannot read it as a notebook ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
+        result.exercises = [ExerciseGrade(ex, False, "not graded: " + result.reason) for ex in candidates]
+        return result
+    nb, tamper, result.notes = assemble(trusted, submission)
+    hidden = [trusted_path.parent.resolve(), (ROOT / "solutions").resolve(), (ROOT / ".git").resolve()]
+    statuses, judged, notes, result.reason = run(nb, stage, candidates, timeout=timeout, level=level,
+                                                  hidden=hidden)
+    result.notes += notes
+    result.exercises = judge(trusted, statuses, judged, tamper, candidates)
+    result.errors = [f"cell {i}: {s[1]}: {s[2]}" for i, s in sorted(statuses.items())
+                     if s[0] == "error" and not _grade_id(nb.cells[i])]
+    if result.reason:
+        for ex in result.exercises:
+            if ex.passed is False and ex.detail in ("not graded", "hidden tests did not run (not run)"):
+                ex.detail = "not graded: " + result.reason
+    return result
+
+
+def _grade_safely(args) -> tuple[Grade | None, str | None]:
+    notebook, stage, solutions_dir, timeout = args
+    try:
+        return grade(notebook, stage, solutions_dir=solutions_dir, timeout=timeout), None
+    except GraderError as e:
+        return None, str(e)
+
+
+def grade_all(notebooks: list[str], stage: str, *, solutions_dir=None, timeout: int = 60, jobs: int = 2,
+              on_done=None) -> tuple[list[Grade], list[str]]:
+    """Grade every notebook, ``jobs`` at a time, each in its own process; returns (grades, grader errors).
+    ``on_done(position, grade)`` is called as each one finishes, for progress lines."""
+    import multiprocessing
+    solution_for(stage, solutions_dir)   # fail early, as a grader error, when the stage has no solution
+    grades: list[Grade | None] = [None] * len(notebooks)
+    problems: list[str] = []
+    work = [(n, stage, solutions_dir, timeout) for n in notebooks]
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = {pool.submit(_grade_safely, item): i for i, item in enumerate(work)}
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                grade_, problem = future.result()
+            except Exception as e:   # the worker process itself died
+                grade_, problem = None, f"{notebooks[i]}: the grader's worker failed ({type(e).__name__}: {e})"
+            if problem:
+                problems.append(problem)
+            grades[i] = grade_
+            if on_done:
+                on_done(i, grade_, problem)
+    return [g for g in grades if g is not None], problems
+
+
+# -- 4. the command ---------------------------------------------------------------------------------------------
+def _shown(path: str) -> str:
+    """The path as the instructor typed it, relative to where the command runs when it is inside."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:   # another drive on Windows
+        return str(path)
+
+
+def _lines(g: Grade) -> list[str]:
+    lines = [f"    note: {n}" for n in g.notes] + ([f"    NOT GRADED: {g.reason}"] if g.reason else [])
+    for ex in g.exercises:
+        lines.append(f"    {'✓' if ex.passed else '✗'} {ex.exercise}  {ex.detail}")
+        for row in ex.failing[:5]:
+            lines.append(f"        ✗ {row['label']}: expected {row['expected']}, got {row['got']}"
+                         + (f"  (hint: {row['hint']})" if row.get("hint") else ""))
+    return lines
+
+
+def cmd_check(args) -> int:
+    """Exit status: 0 every exercise of every notebook passed, 1 some failed, 2 usage error, 3 grader failure."""
+    import sys
+    stage, solutions_dir = args.stage, getattr(args, "solutions", None)
+    notebooks = args.notebooks or sorted(str(p) for p in (ROOT / "exercises").glob(f"{stage}_*_exercises.ipynb"))
+    if not notebooks:
+        print(f"course check: no exercise notebook for stage {stage}; give the notebooks' paths", file=sys.stderr)
+        return 2
+    try:
+        solution_for(stage, solutions_dir)
+    except GraderError as e:
+        print(f"course check: {e}", file=sys.stderr)
+        return 3
+    total = len(notebooks)
+    if not args.json:
+        print(f"Grading {total} notebook(s) of stage {stage}, {args.jobs} at a time; "
+              f"{sandbox.DESCRIPTIONS[sandbox.isolation()]}.", flush=True)
+
+    def progress(i, g, problem):
+        if args.json:
+            return
+        mark = "GRADER FAILED" if problem else "passed" if g.passed else "failed"
+        print(f"[{i + 1}/{total}] {_shown(notebooks[i])}: {mark}", flush=True)
+        print("\n".join(_lines(g) if g else [f"    {problem}"]), flush=True)
+
+    grades, problems = grade_all(notebooks, stage, solutions_dir=solutions_dir, timeout=args.timeout,
+                                 jobs=args.jobs, on_done=progress)
+    if args.json:
+        print(json.dumps({"stage": stage, "isolation": sandbox.DESCRIPTIONS[sandbox.isolation()],
+                          "notebooks": [g.as_dict() for g in grades], "grader_errors": problems,
+                          "passed": sum(g.passed for g in grades), "total": total},
+                         ensure_ascii=False, indent=2))
+    else:
+        print(f"{sum(g.passed for g in grades)}/{total} notebook(s) passed every exercise"
+              + (f"; the grader failed on {len(problems)}" if problems else ""))
+    return 3 if problems else 0 if all(g.passed for g in grades) else 1

@@ -1,0 +1,76 @@
+"""Where ``course check`` runs a submission: a Jupyter kernel in a sandbox, as tight as this machine allows.
+
+``isolation()`` picks the strongest level that works here, once:
+
+- ``"bubblewrap"`` (the ``bwrap`` command, Debian/Ubuntu package ``bubblewrap``): no network at all (a network
+  namespace whose only interface is down), the whole file system read-only, ``/tmp`` and ``/dev/shm``
+  empty and thrown away afterwards, the solution folders and the checkout's ``.git`` replaced by empty
+  folders, and one writable scratch folder that is deleted after grading;
+- ``"unshare"`` (util-linux, no privileges needed where user namespaces are allowed): no network; files are
+  NOT isolated (the report says so);
+- ``"none"``: nothing is isolated, and the report says that too.
+
+The kernel talks to the grader over Unix sockets in the scratch folder (``transport="ipc"``), so it needs
+no network of its own. ``kernel_manager`` returns a jupyter_client ``KernelManager`` whose kernel command
+is wrapped accordingly.
+"""
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+from pathlib import Path
+
+DESCRIPTIONS = {
+    "bubblewrap": "isolated with bubblewrap: no network, read-only files, solutions hidden, a scratch folder only",
+    "unshare": "network isolated with unshare; files NOT isolated (install bubblewrap for that)",
+    "none": "NOT isolated: the notebook ran with your network and files (install bubblewrap to isolate it)",
+}
+
+
+def _runs(command: list[str]) -> bool:
+    try:
+        return subprocess.run(command + ["true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        return False
+
+
+@functools.cache
+def isolation() -> str:
+    """The strongest sandbox that actually works on this machine (tried once per process)."""
+    if shutil.which("bwrap") and _runs(["bwrap", "--ro-bind", "/", "/", "--unshare-net", "--"]):
+        return "bubblewrap"
+    if shutil.which("unshare") and _runs(["unshare", "-rn", "--"]):
+        return "unshare"
+    return "none"
+
+
+def wrapper(level: str, scratch: Path, hidden: list[Path]) -> list[str]:
+    """The command prefix that starts a program inside the sandbox of ``level``."""
+    if level == "bubblewrap":
+        command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
+                   "--tmpfs", "/var/tmp", "--tmpfs", "/dev/shm"]
+        for folder in hidden:   # an empty folder where the solutions were
+            if folder.is_dir():
+                command += ["--tmpfs", str(folder)]
+        return command + ["--bind", str(scratch), str(scratch), "--unshare-net",
+                          "--die-with-parent", "--new-session", "--chdir", str(scratch / "work"), "--"]
+    if level == "unshare":
+        return ["unshare", "-rn", "--"]
+    return []
+
+
+def kernel_manager(level: str, scratch: Path, hidden: list[Path]):
+    """A KernelManager for the ``python3`` kernel, started inside the sandbox, reached over Unix sockets."""
+    from jupyter_client import AsyncKernelManager
+
+    class SandboxedKernelManager(AsyncKernelManager):
+        def format_kernel_cmd(self, extra_arguments=None):
+            return wrapper(level, scratch, hidden) + super().format_kernel_cmd(extra_arguments)
+
+    (scratch / "kernel").mkdir(parents=True, exist_ok=True)
+    manager = SandboxedKernelManager(kernel_name="python3", transport="ipc", ip=str(scratch / "kernel" / "ipc"),
+                                     connection_file=str(scratch / "kernel" / "connection.json"))
+    # A signal would reach the sandbox's own process, not the kernel inside it: interrupt by message instead.
+    manager.kernel_spec.interrupt_mode = "message"
+    return manager

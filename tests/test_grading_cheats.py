@@ -1,0 +1,319 @@
+"""`course check` as a mischievous student would try it, and as an instructor with a class runs it.
+
+Every trick here once turned a wrong or empty stage-04 notebook into a pass, hid a failure, or disturbed the
+grading of the next notebook. Each must now fail with a reason, and the batch must go on. The submissions
+are built from the real exercise notebook (nothing solved) or the real solution notebook (everything solved),
+so the tricks meet the grader exactly as a learner's file would.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import socket
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course_lib import sandbox
+from course_lib.grader import Grade, grade, grade_all
+from course_lib.grading import ROOT
+
+STAGE = "04"
+SOLUTION = ROOT / "solutions" / "04_parsing_replies_exercises.ipynb"
+EXERCISE = ROOT / "exercises" / "04_parsing_replies_exercises.ipynb"
+FULL = sandbox.isolation() == "bubblewrap"
+needs_full = pytest.mark.skipif(not FULL, reason="needs bubblewrap (bwrap) for file isolation; .ci/run installs it")
+
+
+def load(path: Path):
+    return nbformat.read(path, as_version=4)
+
+
+def cell(nb, gid: str):
+    return next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == gid)
+
+
+def save(nb, folder: Path, name: str) -> str:
+    path = folder / f"{name}.ipynb"
+    nbformat.write(nb, path)
+    return str(path)
+
+
+def answer(nb, gid: str, extra: str):
+    """Add ``extra`` code to the end of an answer cell (a stub stays a stub)."""
+    target = cell(nb, gid)
+    target.source = target.source + "\n" + extra
+
+
+def by_exercise(g: Grade) -> dict:
+    return {e.exercise: e for e in g.exercises}
+
+
+# -- the answer cell is the student's: tricks placed there ---------------------------------------------------
+TRICKS_IN_AN_ANSWER = {
+    "custom exception handler and patched results": """
+get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)
+import course_lib.checks as _c
+_c.RESULTS.clear()
+_c.run_cases = lambda exercise, candidate: type("R", (), {"as_dict": lambda self: {"cases": [], "passed": True}})()
+""",
+    "hooks that swallow output and fake a pass": """
+def _quiet(*a, **k):
+    print("✓ 04.1  10/10 cases passed, hidden tests passed")
+get_ipython().events.register("pre_run_cell", _quiet)
+get_ipython().events.register("post_run_cell", _quiet)
+""",
+    "an AST transformer that empties the hidden tests": """
+import ast as _ast
+class _Empty(_ast.NodeTransformer):
+    def visit_Module(self, node):
+        return _ast.Module(body=[], type_ignores=[])
+get_ipython().ast_transformers.append(_Empty())
+""",
+    "a tracer and an excepthook": """
+import sys as _sys
+_sys.settrace(lambda *a: None)
+_sys.excepthook = lambda *a: None
+""",
+    "printing fake grader lines": """
+print("__COURSE_RESULTS__" + '{"04.1": {"passed": true}}')
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def tricks(tmp_path_factory):
+    """Every trick of the table, each in its own copy of the (unsolved) exercise notebook, graded as one batch."""
+    folder = tmp_path_factory.mktemp("tricks")
+    paths = {}
+    for name, code in TRICKS_IN_AN_ANSWER.items():
+        nb = load(EXERCISE)
+        answer(nb, "ex04_1", code)
+        paths[name] = save(nb, folder, name.replace(" ", "_"))
+    grades, problems = grade_all(list(paths.values()), STAGE, timeout=30, jobs=2)
+    assert problems == []
+    return dict(zip(paths, grades))
+
+
+@pytest.mark.parametrize("name", list(TRICKS_IN_AN_ANSWER))
+def test_a_trick_in_an_answer_cell_changes_nothing(tricks, name):
+    g = tricks[name]
+    assert not g.passed and all(not e.passed for e in g.exercises), g.as_dict()
+    assert by_exercise(g)["04.1"].detail in ("not implemented yet",) or "cases passed" in by_exercise(g)["04.1"].detail
+
+
+# -- the locked cells are the grader's ----------------------------------------------------------------------------
+def tamper(nb, how: str):
+    hidden = cell(nb, "ex04_1_hidden")
+    if how == "deleted":
+        nb.cells.remove(hidden)
+    elif how == "renamed":
+        hidden.metadata["nbgrader"]["grade_id"] = "ex04_1_hidden_renamed"
+    elif how == "stripped":
+        del hidden.metadata["nbgrader"]
+    elif how == "markdown":
+        nb.cells[nb.cells.index(hidden)] = nbformat.v4.new_markdown_cell(hidden.source)
+    elif how == "duplicated":
+        nb.cells.insert(nb.cells.index(hidden), copy.deepcopy(hidden))
+    elif how == "untagged answer":
+        cell(nb, "ex04_1").metadata["nbgrader"]["solution"] = False
+
+
+@pytest.mark.parametrize("how", ["deleted", "renamed", "stripped", "markdown", "duplicated", "untagged answer"])
+def test_tampering_with_a_graded_cell_fails_that_exercise(tmp_path, how):
+    nb = load(SOLUTION)   # everything solved: only the tampering can fail it
+    tamper(nb, how)
+    g = grade(save(nb, tmp_path, how.replace(" ", "_")), STAGE, timeout=30)
+    ex = by_exercise(g)
+    assert not ex["04.1"].passed and ex["04.1"].detail.startswith("tampering:"), ex["04.1"]
+    assert ex["04.2"].passed   # the rest is graded as usual (04.3 builds on 04.1's answer)
+
+
+def test_an_edited_check_cell_is_restored(tmp_path):
+    nb = load(SOLUTION)
+    cell(nb, "ex04_1").source = "def validate_action(data):\n    return None\n"   # wrong: accepts everything
+    cell(nb, "ex04_1_check").source = 'print("✓ all cases passed")'
+    g = grade(save(nb, tmp_path, "edited"), STAGE, timeout=30)
+    ex = by_exercise(g)["04.1"]
+    assert not ex.passed and "cases passed in check()" in ex.detail and ex.failing
+    assert any("ex04_1_check" in note and "originals were run" in note for note in g.notes)
+
+
+def test_cells_a_student_adds_are_not_run(tmp_path):
+    nb = load(EXERCISE)
+    nb.cells.append(nbformat.v4.new_code_cell("validate_action = lambda data: None"))
+    g = grade(save(nb, tmp_path, "added"), STAGE, timeout=30)
+    assert by_exercise(g)["04.1"].detail == "not implemented yet"
+    assert any("you added were not run" in note for note in g.notes)
+
+
+def test_a_reexported_finished_version_is_not_a_solution(tmp_path):
+    nb = load(EXERCISE)
+    cell(nb, "ex04_3").source = "from course_lib.parsing import parse_reply as parse_action\n"
+    g = grade(save(nb, tmp_path, "reexport"), STAGE, timeout=30)
+    ex = by_exercise(g)["04.3"]
+    assert not ex.passed and "course_lib's finished version" in ex.detail
+
+
+# -- isolation ---------------------------------------------------------------------------------------------------
+@needs_full
+def test_the_solutions_and_git_history_are_out_of_reach(tmp_path):
+    """Read the reference answer from solutions/ or from git, and exec it: it must not be there to read."""
+    nb = load(EXERCISE)
+    answer(nb, "ex04_1", """
+import json, pathlib, subprocess, course_lib
+root = pathlib.Path(course_lib.__file__).parent.parent
+name = "solutions/04_parsing_replies_exercises.ipynb"
+texts = []
+try:
+    texts.append((root / name).read_text())
+except OSError:
+    pass
+shown = subprocess.run(["git", "-C", str(root), "show", "HEAD:" + name], capture_output=True, text=True)
+texts.append(shown.stdout)
+for text in texts:
+    try:
+        cells = json.loads(text)["cells"]
+    except ValueError:
+        continue
+    for c in cells:
+        if c["metadata"].get("nbgrader", {}).get("grade_id") == "ex04_1":
+            exec("".join(c["source"]))
+""")
+    g = grade(save(nb, tmp_path, "reader"), STAGE, timeout=30)
+    assert by_exercise(g)["04.1"].detail == "not implemented yet"   # the stub is all it had
+    assert (ROOT / "solutions" / SOLUTION.name).exists()   # while the file is right there, outside the sandbox
+
+
+@needs_full
+def test_a_submission_cannot_change_the_next_grade(tmp_path):
+    before = hashlib.sha256(SOLUTION.read_bytes()).hexdigest()
+    writer = load(EXERCISE)
+    answer(writer, "ex04_1", """
+import pathlib, course_lib
+root = pathlib.Path(course_lib.__file__).parent.parent
+for target in [root / "solutions" / "04_parsing_replies_exercises.ipynb", root / "course_lib" / "checks.py"]:
+    try:
+        target.write_text("# replaced")
+    except OSError as e:
+        print(type(e).__name__)
+""")
+    wrong = load(SOLUTION)
+    cell(wrong, "ex04_1").source = "def validate_action(data):\n    return None\n"
+    grades, problems = grade_all([save(writer, tmp_path, "writer"), save(wrong, tmp_path, "wrong")], STAGE,
+                                 timeout=30, jobs=1)
+    assert problems == [] and not grades[0].passed
+    assert not by_exercise(grades[1])["04.1"].passed and by_exercise(grades[1])["04.2"].passed
+    assert hashlib.sha256(SOLUTION.read_bytes()).hexdigest() == before
+    assert "replaced" not in (ROOT / "course_lib" / "checks.py").read_text(encoding="utf-8")
+
+
+@needs_full
+def test_a_graded_notebook_reaches_no_socket_and_leaves_no_file(tmp_path):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(5)
+    listener.settimeout(0.5)
+    port, marker = listener.getsockname()[1], uuid.uuid4().hex
+    home_file, tmp_file = Path.home() / f"course-cheat-{marker}", Path("/tmp") / f"course-cheat-{marker}"
+    nb = load(EXERCISE)
+    answer(nb, "ex04_1", f"""
+import socket, urllib.request, pathlib, os
+outcomes = []
+for target in [("127.0.0.1", {port}), ("1.1.1.1", 53)]:
+    s = socket.socket(); s.settimeout(2)
+    outcomes.append(s.connect_ex(target))
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({{}}))
+try:
+    opener.open("http://127.0.0.1:{port}/", timeout=2)
+    outcomes.append("reached")
+except OSError as e:
+    outcomes.append(type(e).__name__)
+for path in [{str(home_file)!r}, {str(tmp_file)!r}, os.path.expanduser("~/written")]:
+    try:
+        pathlib.Path(path).write_text("x")
+    except OSError:
+        pass
+print(outcomes)
+""")
+    g = grade(save(nb, tmp_path, "network"), STAGE, timeout=30)
+    with pytest.raises(socket.timeout):
+        listener.accept()   # nobody connected
+    listener.close()
+    assert not home_file.exists() and not tmp_file.exists()
+    assert not by_exercise(g)["04.1"].passed
+
+
+# -- batches that survive ----------------------------------------------------------------------------------------
+def test_one_batch_with_every_kind_of_failure_grades_the_honest_one(tmp_path):
+    def exercise_with(code):
+        nb = load(EXERCISE)
+        answer(nb, "ex04_1", code)
+        return nb
+    honest = save(load(SOLUTION), tmp_path, "honest")
+    batch = {
+        "dead": save(exercise_with("import os\nos._exit(0)"), tmp_path, "dead"),
+        "endless": save(exercise_with("while True:\n    pass"), tmp_path, "endless"),
+        "stubborn": save(exercise_with("import time\nwhile True:\n    try:\n        time.sleep(60)\n"
+                                       "    except BaseException:\n        pass"), tmp_path, "stubborn"),
+        "swallowed": save(exercise_with("def validate_action(data):\n    try:\n        while True: pass\n"
+                                        "    except BaseException:\n        return None"), tmp_path, "swallowed"),
+        "huge": save(exercise_with("for _ in range(200):\n    print('x' * 100_000)"), tmp_path, "huge"),
+        "not json": str(tmp_path / "not.ipynb"),
+        "missing": str(tmp_path / "missing.ipynb"),
+        "honest": honest,
+    }
+    Path(batch["not json"]).write_text("this is not a notebook")
+    result = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", STAGE, "--json", "--timeout", "5",
+                             "--jobs", "2", *batch.values()], capture_output=True, text=True, timeout=600,
+                            cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["total"] == len(batch) and report["grader_errors"] == []
+    graded = {Path(n["notebook"]).name: n for n in report["notebooks"]}
+    assert [n["passed"] for n in report["notebooks"]] == [False] * (len(batch) - 1) + [True]
+    assert "kernel died" in graded["dead.ipynb"]["reason"]
+    assert "cannot read it as a notebook" in graded["not.ipynb"]["reason"]
+    assert "cannot read it as a notebook" in graded["missing.ipynb"]["reason"]
+    assert any("capped" in note for note in graded["huge.ipynb"]["notes"])
+    for name in ("endless.ipynb", "stubborn.ipynb"):
+        assert not graded[name]["passed"] and ("ran longer than 5 s" in json.dumps(graded[name])
+                                               or "still busy" in graded[name]["reason"])
+    assert graded["honest.ipynb"]["points"] == graded["honest.ipynb"]["max_points"] > 0
+
+
+def test_text_mode_prints_relative_paths_progress_and_failing_rows(tmp_path):
+    folder = tmp_path / "batch" / "student07"
+    folder.mkdir(parents=True)
+    wrong = load(SOLUTION)
+    cell(wrong, "ex04_1").source = "def validate_action(data):\n    return None\n"
+    save(wrong, folder, "04_parsing_replies_exercises")
+    result = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", STAGE,
+                             "batch/student07/04_parsing_replies_exercises.ipynb"], capture_output=True,
+                            text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 1
+    assert "[1/1] batch/student07/04_parsing_replies_exercises.ipynb: failed" in result.stdout
+    assert "        ✗ " in result.stdout and "expected" in result.stdout
+
+
+def test_exit_statuses_for_usage_and_grader_errors(tmp_path):
+    run = lambda *a: subprocess.run([sys.executable, "-m", "course_lib.cli", "check", *a], capture_output=True,
+                                    text=True, timeout=120, cwd=tmp_path)
+    assert run("4x").returncode == 2                                   # not a stage
+    assert run(STAGE, "--solutions", str(tmp_path)).returncode == 3    # no solution notebook there
+    missing = run("42", str(tmp_path / "a.ipynb"))
+    assert missing.returncode == 3 and "no solution notebook for stage 42" in missing.stderr
+
+
+def test_solutions_kept_outside_the_repository(tmp_path):
+    outside = tmp_path / "instructor"
+    outside.mkdir()
+    (outside / SOLUTION.name).write_bytes(SOLUTION.read_bytes())
+    g = grade(str(SOLUTION), STAGE, solutions_dir=outside, timeout=30)
+    assert g.passed
