@@ -162,8 +162,7 @@ def assemble(trusted, submission) -> tuple[object, dict[str, list[str]], list[st
 
 
 def _copy(cell, source: str):
-    new = dict(cell)
-    new = type(cell)(new)
+    new = type(cell)(dict(cell))
     new["source"] = source
     if cell.cell_type == "code":
         new["outputs"], new["execution_count"] = [], None
@@ -383,9 +382,10 @@ def grade_all(notebooks: list[str], stage: str, *, solutions_dir=None, timeout: 
 def _shown(path: str) -> str:
     """The path as the instructor typed it, relative to where the command runs when it is inside."""
     try:
-        return os.path.relpath(path)
+        shown = os.path.relpath(path)
     except ValueError:   # another drive on Windows
         return str(path)
+    return str(path) if shown.startswith("..") else shown
 
 
 def _lines(g: Grade) -> list[str]:

@@ -317,3 +317,21 @@ def test_solutions_kept_outside_the_repository(tmp_path):
     (outside / SOLUTION.name).write_bytes(SOLUTION.read_bytes())
     g = grade(str(SOLUTION), STAGE, solutions_dir=outside, timeout=30)
     assert g.passed
+
+
+@pytest.mark.parametrize("level", ["unshare", "none"])
+def test_a_weaker_sandbox_says_so_and_unshare_still_cuts_the_network(tmp_path, level):
+    if level == "unshare" and not sandbox._runs(["unshare", "-rn", "--"]):
+        pytest.skip("unshare -rn does not work on this machine")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(5)
+    listener.settimeout(0.5)
+    nb = load(EXERCISE)
+    answer(nb, "ex04_1", f"import socket\nsocket.socket().connect_ex(('127.0.0.1', {listener.getsockname()[1]}))")
+    g = grade(save(nb, tmp_path, level), STAGE, timeout=30, level=level)
+    assert g.isolation == sandbox.DESCRIPTIONS[level] and ("NOT isolated" in g.isolation)
+    if level == "unshare":
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    listener.close()
