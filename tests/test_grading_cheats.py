@@ -335,3 +335,12 @@ def test_a_weaker_sandbox_says_so_and_unshare_still_cuts_the_network(tmp_path, l
         with pytest.raises(socket.timeout):
             listener.accept()
     listener.close()
+
+
+def test_the_scratch_folder_is_deleted_afterwards(tmp_path):
+    import tempfile
+    before = set(Path(tempfile.gettempdir()).glob("course-grade-*"))
+    nb = load(EXERCISE)
+    answer(nb, "ex04_1", "open('left-behind.txt', 'w').write('x')")
+    grade(save(nb, tmp_path, "scratch"), STAGE, timeout=30)
+    assert set(Path(tempfile.gettempdir()).glob("course-grade-*")) <= before
