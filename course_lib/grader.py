@@ -307,8 +307,10 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
             detail = (f"hidden tests failed: {hidden[1]}: {hidden[2]}" if hidden[0] == "error"
                       else f"hidden tests did not run ({hidden[0]})")
         else:
+            detail = None
+        passed = detail is None   # every test above found nothing wrong
+        if passed:
             detail = f"{len(result['cases'])}/{len(result['cases'])} cases passed, hidden tests passed"
-        passed = detail.endswith("hidden tests passed")
         grades.append(ExerciseGrade(exercise, passed, detail[:500], points.get(exercise, 0) if passed else 0,
                                     points.get(exercise, 0), failing[:10]))
     return grades
