@@ -3,28 +3,47 @@
 Each exercise of ``solutions/`` and ``exercises/`` has a list of cases in ``course_lib/exercises/``.
 ``check`` runs every case against the learner's code and prints a small table: what was tried, what was
 expected, what came back, and a hint where it went wrong. A stub that still raises ``NotImplementedError``
-shows "not implemented yet". It never raises and never hangs (each case gets a few seconds), and it
-returns a ``CheckResult`` that tests and the grader (``course check``) read. Results are also kept in
-``RESULTS`` for the grader.
+shows "not implemented yet". ``check`` never raises (only a ``KeyboardInterrupt``, the learner pressing
+Stop, gets through) and never hangs, and it returns a ``CheckResult``; results are also kept in ``RESULTS``.
+``run_cases`` does the same work without printing and without touching ``RESULTS``: the grader
+(``course check``) uses it to run an exercise's cases again.
+
+How "never hangs" works: each case runs in a daemon thread, and the caller waits at most ``CASE_SECONDS``
+for it. Nothing the learner writes can catch that, not even ``except BaseException``, because the waiting
+happens in another thread. A case that does not finish is reported as ✗ and abandoned; the check then tries
+to stop the thread by raising an exception inside it (CPython only). That ends an ordinary endless loop; a
+thread that waits in ``time.sleep`` or swallows every exception may keep running in the background until the
+kernel restarts, and the row's hint says so. The learner's Stop button (a KeyboardInterrupt) still gets
+through. What no thread can time out is one single C call that holds Python's global lock for minutes (a
+huge ``10**10**9``, a runaway regular expression): that blocks the whole kernel until it returns.
+(A ``SIGALRM`` alarm, the old way, works only in the main thread, is swallowed by ipykernel and can be
+caught by the learner's own ``except``.)
 """
 from __future__ import annotations
 
+import contextvars
 import json
-import signal
+import os
 import threading
+import time
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from typing import Any
 
-CASE_SECONDS = 5   # a learner's infinite loop must not freeze the notebook
+CASE_SECONDS = 5   # a learner's endless loop must not freeze the notebook
+GIVE_UP_AFTER = 2  # after this many cases that did not finish, the remaining cases are not run
+STOP_SECONDS = 0.5  # how long to keep trying to stop an abandoned case's thread
 _MISSING = object()
 
 
 @dataclass
 class Case:
-    """One thing to try: ``call(candidate)`` must return ``expected``, or raise ``raises``, or pass ``test``."""
+    """One thing to try: ``call(candidate)`` must return ``expected``, or raise ``raises``, or pass ``test``.
+
+    ``hint`` is shown under the row when the case fails: say what to look at, specifically for this case.
+    """
     label: str
     call: Callable[[Any], Any]
     expected: Any = _MISSING
@@ -48,6 +67,9 @@ class CaseResult:
     got: str
     hint: str = ""
 
+    def as_dict(self) -> dict:
+        return asdict(self)   # label, ok, expected, got, hint
+
 
 @dataclass
 class CheckResult:
@@ -61,6 +83,12 @@ class CheckResult:
     def passed(self) -> bool:
         return bool(self.cases) and not self.not_implemented and self.error is None and all(c.ok for c in self.cases)
 
+    def as_dict(self) -> dict:
+        """Plain JSON data: exercise, title, passed, not_implemented, error and the case rows."""
+        return {"exercise": self.exercise, "title": self.title, "passed": self.passed,
+                "not_implemented": self.not_implemented, "error": self.error,
+                "cases": [c.as_dict() for c in self.cases]}
+
     def _ipython_display_(self) -> None:
         """Nothing: check() has printed the table already, so `check(...)` ending a cell shows it once."""
 
@@ -73,25 +101,12 @@ class CheckResult:
 RESULTS: dict[str, CheckResult] = {}
 
 
-class _TooSlow(Exception):
-    pass
+# ---------------------------------------------------------------- running one case, with a time limit
+class _Abandoned(BaseException):
+    """Raised inside a case's thread that ran out of time, to stop it (it is never caught by the check)."""
 
 
-def _with_time_limit(func, seconds: int):
-    """Run func(); on the main thread of a Unix process, give up after `seconds`."""
-    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
-        return func()
-
-    def alarm(signum, frame):
-        raise _TooSlow()
-
-    previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
-    try:
-        return func()
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+_STUB = object()   # a case found `raise NotImplementedError`: the exercise is not implemented yet
 
 
 def _short(value, limit: int = 40) -> str:
@@ -100,44 +115,134 @@ def _short(value, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _width(text: str) -> int:
-    """Columns on screen: Korean and other wide characters take two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def _pad(text: str, width: int) -> str:
-    return text + " " * (width - _width(text))
-
-
-def _run_case(case: Case, candidate) -> CaseResult:
+def _expectation(case: Case) -> str:
     if case.raises is not None:
-        expected = f"raises {case.raises.__name__}"
-    elif case.test is not None:
-        expected = case.shows or "passes the test"
-    else:
-        expected = _short(case.expected)
+        return f"raises {case.raises.__name__}"
+    if case.test is not None:
+        return case.shows or "passes the test"
+    return _short(case.expected)
+
+
+def _evaluate(case: Case, candidate):
+    """Run one case to its row (a CaseResult), or _STUB. Runs in the case's thread; never raises."""
+    expected = _expectation(case)
     try:
-        got = _with_time_limit(lambda: case.call(candidate), CASE_SECONDS)
+        got = case.call(candidate)
     except NotImplementedError:
-        raise
-    except _TooSlow:
-        return CaseResult(case.label, False, expected, f"no answer after {CASE_SECONDS} s", case.hint)
-    except Exception as e:   # noqa: BLE001 - a learner's bug is a failed case, not a crash
+        return _STUB
+    except BaseException as e:   # noqa: BLE001 - a learner's bug is a failed case, not a crash; also SystemExit
         ok = case.raises is not None and isinstance(e, case.raises)
         got = " ".join(f"raised {type(e).__name__}: {e}".split())
         got = got if len(got) <= 70 else got[:69] + "…"
         return CaseResult(case.label, ok, expected, got, "" if ok else case.hint)
-    if case.raises is not None:
-        ok = False
-    elif case.test is not None:
-        try:
-            ok = bool(case.test(got))
-        except Exception:   # noqa: BLE001
+    try:
+        if case.raises is not None:
             ok = False
-    else:
-        ok = got == case.expected and type(got) is type(case.expected)
-    hint = "" if ok else " ".join(filter(None, [case.hint, _difference(case.expected, got)]))
-    return CaseResult(case.label, ok, expected, _short(got), hint)
+        elif case.test is not None:
+            try:
+                ok = bool(case.test(got))
+            except Exception:   # noqa: BLE001
+                ok = False
+        else:
+            ok = got == case.expected and type(got) is type(case.expected)
+        hint = "" if ok else " ".join(filter(None, [case.hint, _difference(case.expected, got)]))
+        return CaseResult(case.label, ok, expected, _short(got), hint)
+    except Exception as e:   # noqa: BLE001 - e.g. a learner's object whose __eq__ or __repr__ raises
+        return CaseResult(case.label, False, expected, _short(f"a value that cannot be compared: {e}"), case.hint)
+
+
+def _process_state():
+    """What cases change and put back in `finally` (folder, environment, os.replace): an abandoned case may not."""
+    return os.getcwd(), dict(os.environ), os.replace
+
+
+def _restore(state) -> None:
+    folder, environ, replace = state
+    try:
+        os.chdir(folder)
+    except OSError:
+        pass
+    for key in set(os.environ) - set(environ):
+        os.environ.pop(key, None)
+    for key, value in environ.items():
+        if os.environ.get(key) != value:
+            os.environ[key] = value
+    os.replace = replace
+
+
+def _raise_in(thread: threading.Thread) -> bool:
+    """Ask CPython to raise _Abandoned inside `thread` at its next Python instruction; False if it cannot."""
+    try:
+        import ctypes
+        set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
+    except (ImportError, AttributeError):   # not CPython
+        return False
+    changed = set_async_exc(ctypes.c_ulong(thread.ident), ctypes.py_object(_Abandoned))
+    if changed > 1:   # should never happen: undo, as the C API documentation says
+        set_async_exc(ctypes.c_ulong(thread.ident), None)
+    return changed == 1
+
+
+def _stop(thread: threading.Thread, done: threading.Event, seconds: float) -> bool:
+    """Try for up to `seconds` to end an abandoned case's thread; True when it has stopped.
+
+    A loop like ``while True: try: ... except BaseException: pass`` catches some of the exceptions, so
+    they are raised again and again until one lands outside the ``try``. This runs in the waiting thread
+    and before the next case starts, so the thread id cannot have been reused by a case of ours meanwhile.
+    """
+    for _ in range(max(1, int(seconds / 0.01))):
+        if done.is_set() or not thread.is_alive() or not _raise_in(thread):
+            break
+        done.wait(0.01)
+    return done.is_set() or not thread.is_alive()
+
+
+def _run_case(case: Case, candidate, seconds: float):
+    """(row or _STUB, finished, stopped): run the case in a daemon thread and wait at most `seconds` for it.
+
+    `finished` is False when the case ran out of time; `stopped` is False when its thread is still running.
+    A KeyboardInterrupt while waiting (the learner pressed Stop) goes through, after stopping the thread.
+    """
+    box: list = []
+    done = threading.Event()
+
+    def work():
+        try:
+            box.append(_evaluate(case, candidate))
+        except BaseException:   # noqa: BLE001 - only _Abandoned gets here: the case was given up already
+            pass
+        finally:
+            done.set()
+
+    state = _process_state()
+    context = contextvars.copy_context()   # the case sees the caller's context variables (decimal settings, …)
+    thread = threading.Thread(target=context.run, args=(work,), name=f"check: {case.label}", daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:   # no thread can be started (too many left running): run it here, without a limit
+        return _evaluate(case, candidate), True, True
+    deadline = time.monotonic() + seconds
+    try:
+        # Short waits, so that Stop (SIGINT) is noticed at once even when the signal woke another thread.
+        while not (finished := done.wait(min(0.1, max(0.0, deadline - time.monotonic())))):
+            if time.monotonic() >= deadline:
+                break
+    except BaseException:   # KeyboardInterrupt: stop the case too, then let the interrupt through
+        _stop(thread, done, STOP_SECONDS)
+        _restore(state)
+        raise
+    if finished and box:
+        return box[0], True, True
+    stopped = _stop(thread, done, STOP_SECONDS)
+    _restore(state)
+    shown = f"{seconds:g}"
+    status = ("so the check stopped it" if stopped else
+              "and it may go on running in the background (restart the kernel if the notebook gets slow)")
+    hint = (f"your code was still running after {shown} s, {status}: look for a loop that never ends. "
+            f"For this case: {case.hint}")
+    row = CaseResult(case.label, False, _expectation(case),
+                     f"gave up after {shown} s: the code did not finish (an endless loop?)", hint)
+    return row, False, stopped
 
 
 def _difference(expected, got) -> str:
@@ -158,6 +263,7 @@ def _difference(expected, got) -> str:
     return ""
 
 
+# ---------------------------------------------------------------- the public functions
 def exercise(exercise_id: str):
     """The exercise definition (title and cases) for an id like "01.1"."""
     stage = exercise_id.split(".")[0]
@@ -165,24 +271,66 @@ def exercise(exercise_id: str):
     return module.EXERCISES[exercise_id]
 
 
-def check(exercise_id: str, candidate, *, quiet: bool = False) -> CheckResult:
-    """Run exercise ``exercise_id``'s cases against ``candidate`` and print a ✓/✗ table. Never raises."""
+def run_cases(exercise_id: str, candidate) -> CheckResult:
+    """Run exercise ``exercise_id``'s cases against ``candidate``; print nothing, never raise.
+
+    Each case gets ``CASE_SECONDS``; after ``GIVE_UP_AFTER`` cases that did not finish (or one whose
+    thread could not be stopped), the remaining cases are reported as not run. ``RESULTS`` is not changed.
+    """
     result = CheckResult(exercise_id)
     try:
         spec = exercise(exercise_id)
-        result.title = spec.title
-        for case in spec.cases:
-            result.cases.append(_run_case(case, candidate))
-    except NotImplementedError:
-        result.not_implemented, result.cases = True, []
-    except (KeyError, ModuleNotFoundError, ValueError):
+    except (KeyError, ModuleNotFoundError, ValueError, AttributeError):
         result.error = f"there is no exercise {exercise_id!r}"
+        return result
     except Exception as e:   # noqa: BLE001 - the promise is "never crashes the notebook"
         result.error = f"the check could not run: {type(e).__name__}: {e}"
-    RESULTS[exercise_id] = result
-    if not quiet:
-        print(render(result))
+        return result
+    result.title = spec.title
+    try:
+        gave_up, cases = 0, list(spec.cases)
+        for number, case in enumerate(cases):
+            row, finished, stopped = _run_case(case, candidate, CASE_SECONDS)
+            if row is _STUB:
+                result.not_implemented, result.cases = True, []
+                break
+            result.cases.append(row)
+            gave_up += not finished
+            if gave_up >= GIVE_UP_AFTER or not stopped:
+                for rest in cases[number + 1:]:
+                    result.cases.append(CaseResult(
+                        rest.label, False, _expectation(rest), "not run: an earlier case did not finish",
+                        "fix the loop that never ends first (see above), then run this check again"))
+                break
+    except Exception as e:   # noqa: BLE001
+        result.cases = []
+        result.error = f"the check could not run: {type(e).__name__}: {e}"
     return result
+
+
+def check(exercise_id: str, candidate, *, quiet: bool = False) -> CheckResult:
+    """Run exercise ``exercise_id``'s cases against ``candidate`` and print a ✓/✗ table. Never raises.
+
+    The result is also kept in ``RESULTS[exercise_id]``. A KeyboardInterrupt (Stop) goes through.
+    """
+    result = run_cases(exercise_id, candidate)
+    if isinstance(exercise_id, str):
+        RESULTS[exercise_id] = result
+    if not quiet:
+        try:
+            print(render(result))
+        except Exception:   # noqa: BLE001 - e.g. an output stream that cannot take the text
+            pass
+    return result
+
+
+def _width(text: str) -> int:
+    """Columns on screen: Korean and other wide characters take two."""
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))
 
 
 def render(result: CheckResult) -> str:
@@ -203,6 +351,9 @@ def render(result: CheckResult) -> str:
             lines.append(f"     hint: {case.hint}")
     done = sum(c.ok for c in result.cases)
     lines.append(f"  {done}/{len(result.cases)} passed" + (" ✓ well done" if result.passed else ""))
+    if result.passed:
+        stage = result.exercise.split(".")[0]
+        lines.append(f"  All visible cases pass. `course check {stage}` also runs hidden tests on other data.")
     return "\n".join(lines)
 
 

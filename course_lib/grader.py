@@ -36,7 +36,7 @@ from .grading import ROOT, SOLUTION, _grade_id, _stub
 CHECK_CALL = re.compile(r"""check\(\s*["'](\d\d\.\d+)["']\s*,\s*([A-Za-z_]\w*)""")
 OUTPUT_CAP = 2_000_000   # characters of output kept per notebook; the rest is dropped, and the report says so
 RESET = """\
-import sys, IPython
+import sys, threading, IPython
 ip = IPython.get_ipython()
 ip.set_custom_exc((), None)
 for hooks in ip.events.callbacks.values():   # keep IPython's and the kernel's own hooks only
@@ -45,6 +45,7 @@ for hooks in ip.events.callbacks.values():   # keep IPython's and the kernel's o
 ip.ast_transformers[:] = []
 ip.input_transformers_post[:] = []
 sys.settrace(None); sys.setprofile(None); sys.excepthook = sys.__excepthook__
+threading.settrace(None); threading.setprofile(None)
 result = "reset"
 """
 JUDGE = RESET + """\

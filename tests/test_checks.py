@@ -1,8 +1,18 @@
-"""The exercise check engine: a ✓/✗ table, never a crash, never a hang."""
+"""The exercise check engine: a ✓/✗ table, never a crash, never a hang (also inside a real Jupyter kernel)."""
+import _thread
+import json
+import os
+import threading
+import time
+from importlib import import_module
+
 import pytest
 
 from course_lib import checks
-from course_lib.checks import Case, CheckResult, Exercise, check, render
+from course_lib.checks import Case, CheckResult, Exercise, check, render, run_cases
+
+HANG_GUARD = 60   # seconds: a hang guard only, never a speed requirement
+STAGES = [f"{n:02d}" for n in range(1, 9)]
 
 
 @pytest.fixture
@@ -11,7 +21,8 @@ def toy_exercise(monkeypatch):
     spec = Exercise("double a number", [
         Case("2 -> 4", lambda f: f(2), expected=4, hint="multiply by two"),
         Case("text is refused", lambda f: f("x"), raises=TypeError, hint="raise TypeError for text"),
-        Case("result is an int", lambda f: f(5), test=lambda got: type(got) is int, shows="an int"),
+        Case("result is an int", lambda f: f(5), test=lambda got: type(got) is int, shows="an int",
+             hint="return an int"),
     ])
     monkeypatch.setattr(checks, "exercise", lambda exercise_id: {"00.1": spec}[exercise_id])
     return spec
@@ -23,15 +34,34 @@ def double(x):
     return 2 * x
 
 
-def test_a_correct_solution_passes_and_prints_a_table(toy_exercise, capsys):
+def forever(x):
+    while True:
+        pass
+
+
+RELEASE = threading.Event()   # set when a test is over, so its stubborn loops do not burn CPU for the rest
+
+
+def stubborn(x):
+    """An endless loop that swallows every exception, the time limit's included (if it were one)."""
+    while not RELEASE.is_set():
+        try:
+            sum(range(100))
+        except BaseException:   # noqa: BLE001 - on purpose
+            pass
+
+
+def test_a_correct_solution_passes_and_prints_a_table_and_the_hidden_tests_note(toy_exercise, capsys):
     result = check("00.1", double)
     out = capsys.readouterr().out
     assert result.passed and isinstance(result, CheckResult) and checks.RESULTS["00.1"] is result
     assert out.splitlines()[0] == "Exercise 00.1 · double a number"
     assert "✓  2 -> 4" in out and "3/3 passed ✓ well done" in out and "✗" not in out
+    assert out.rstrip("\n").splitlines()[-1] == \
+        "  All visible cases pass. `course check 00` also runs hidden tests on other data."
 
 
-def test_a_wrong_solution_shows_expected_got_and_the_hint(toy_exercise, capsys):
+def test_a_wrong_solution_shows_expected_got_and_the_hint_and_no_note(toy_exercise, capsys):
     result = check("00.1", lambda x: x * 3)
     out = capsys.readouterr().out
     assert not result.passed
@@ -39,6 +69,7 @@ def test_a_wrong_solution_shows_expected_got_and_the_hint(toy_exercise, capsys):
     assert "✗  2 -> 4" in out and "hint: multiply by two" in out
     assert result.cases[0].expected == "4" and result.cases[0].got == "6"
     assert result.cases[1].got == "'xxx'" and "0/3" not in out and "1/3 passed" in out
+    assert "All visible cases pass" not in out and "course check" not in out
 
 
 def test_a_stub_says_not_implemented_yet_not_a_traceback(toy_exercise, capsys):
@@ -57,20 +88,114 @@ def test_exceptions_in_the_learners_code_are_failed_cases(toy_exercise, capsys):
     assert "raised ZeroDivisionError" in capsys.readouterr().out
 
 
-def test_an_endless_loop_is_stopped(toy_exercise, monkeypatch):
-    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+def test_system_exit_and_a_keyboard_interrupt_raised_by_the_code_itself_are_failed_cases(toy_exercise):
+    def leaves(x):
+        raise SystemExit(3)
 
-    def forever(x):
-        while True:
-            pass
+    def interrupts(x):
+        raise KeyboardInterrupt   # raised by the code, not by a person pressing Stop
+    assert check("00.1", leaves, quiet=True).cases[0].got == "raised SystemExit: 3"
+    assert check("00.1", interrupts, quiet=True).cases[0].got.startswith("raised KeyboardInterrupt")
+
+
+def _case_threads() -> list:
+    return [t for t in threading.enumerate() if t.name.startswith("check: ")]
+
+
+def test_an_endless_loop_gives_up_says_so_is_stopped_and_the_rest_is_not_run(toy_exercise, monkeypatch):
+    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    before = set(_case_threads())
+    start = time.monotonic()
     result = check("00.1", forever, quiet=True)
-    assert not result.passed and all(c.got == "no answer after 1 s" for c in result.cases)
+    assert time.monotonic() - start < HANG_GUARD
+    assert not result.passed
+    gave_up, not_run = result.cases[:2], result.cases[2:]
+    assert [c.got for c in gave_up] == ["gave up after 1 s: the code did not finish (an endless loop?)"] * 2
+    assert gave_up[0].hint.endswith("For this case: multiply by two")
+    assert gave_up[1].hint.endswith("For this case: raise TypeError for text")
+    assert all("a loop that never ends" in c.hint and "the check stopped it" in c.hint for c in gave_up)
+    assert [c.got for c in not_run] == ["not run: an earlier case did not finish"]
+    assert not_run[0].hint and not not_run[0].ok
+    deadline = time.monotonic() + HANG_GUARD
+    while set(_case_threads()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not set(_case_threads()) - before, "the endless loops were stopped"
+
+
+def test_except_base_exception_cannot_catch_the_time_limit(toy_exercise, monkeypatch):
+    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    start = time.monotonic()
+    try:
+        result = check("00.1", stubborn, quiet=True)
+    finally:
+        RELEASE.set()
+    assert time.monotonic() - start < HANG_GUARD
+    assert result.cases[0].got.startswith("gave up after 1 s") and not result.passed
+    assert "a loop that never ends" in result.cases[0].hint   # stopped or still running: both are true to life
+
+
+def test_code_that_cannot_be_stopped_is_left_behind_and_the_hint_says_so(toy_exercise, monkeypatch):
+    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    release = threading.Event()
+    result = check("00.1", lambda x: release.wait(), quiet=True)   # blocked in C: no exception reaches it
+    release.set()
+    assert result.cases[0].got.startswith("gave up after 1 s")
+    assert "restart the kernel" in result.cases[0].hint
+    assert [c.got for c in result.cases[1:]] == ["not run: an earlier case did not finish"] * 2
+
+
+def test_the_time_limit_works_when_check_is_called_from_a_worker_thread(toy_exercise, monkeypatch):
+    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    box = []
+    worker = threading.Thread(target=lambda: box.append(checks.run_cases("00.1", forever)), daemon=True)
+    worker.start()
+    worker.join(HANG_GUARD)
+    assert box and box[0].cases[0].got.startswith("gave up after 1 s") and not box[0].passed
+
+
+def test_a_keyboard_interrupt_while_waiting_gets_through(toy_exercise, monkeypatch):
+    monkeypatch.setattr(checks, "CASE_SECONDS", HANG_GUARD)
+    threading.Timer(0.5, _thread.interrupt_main).start()   # what pressing Stop does: SIGINT to the main thread
+    start = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        check("00.1", forever)
+    assert time.monotonic() - start < HANG_GUARD - 10
+
+
+def test_folder_and_environment_are_put_back_after_a_case_that_did_not_finish(monkeypatch, tmp_path):
+    def wander(f):
+        os.chdir(tmp_path)
+        os.environ["COURSE_CHECK_TEST"] = "changed"
+        return f()
+    spec = Exercise("wander", [Case("wanders off", wander, expected=1, hint="h")])
+    monkeypatch.setattr(checks, "exercise", lambda exercise_id: spec)
+    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    monkeypatch.delenv("COURSE_CHECK_TEST", raising=False)
+    before = os.getcwd()
+    release = threading.Event()
+    result = run_cases("00.3", release.wait)
+    release.set()
+    assert result.cases[0].got.startswith("gave up") and os.getcwd() == before
+    assert "COURSE_CHECK_TEST" not in os.environ
+
+
+def test_run_cases_prints_nothing_keeps_results_and_gives_plain_data(toy_exercise, capsys):
+    checks.RESULTS.pop("00.1", None)
+    result = run_cases("00.1", lambda x: x * 3)
+    assert capsys.readouterr().out == "" and "00.1" not in checks.RESULTS
+    data = json.loads(json.dumps(result.as_dict(), ensure_ascii=False))
+    assert set(data) == {"exercise", "title", "passed", "not_implemented", "error", "cases"}
+    assert data["exercise"] == "00.1" and data["title"] == "double a number" and data["passed"] is False
+    assert data["cases"][0] == {"label": "2 -> 4", "ok": False, "expected": "4", "got": "6",
+                                "hint": "multiply by two"}
+    assert run_cases("00.1", double).as_dict()["passed"] is True
 
 
 def test_an_unknown_exercise_or_a_wrong_kind_of_candidate_never_crashes(capsys):
     result = check("42.9", double)
     assert result.error == "there is no exercise '42.9'" and not result.passed
     assert "✗ there is no exercise" in capsys.readouterr().out
+    assert run_cases("01.1", None).passed is False   # every case fails: None is not callable
 
 
 def test_equal_values_of_another_type_do_not_pass(toy_exercise):
@@ -78,19 +203,134 @@ def test_equal_values_of_another_type_do_not_pass(toy_exercise):
     assert not result.cases[0].ok        # 4.0 == 4 in Python, but the exercise asked for an int
 
 
+def test_a_value_that_cannot_be_compared_is_a_failed_case(toy_exercise):
+    class Weird:
+        def __eq__(self, other):
+            raise RuntimeError("no comparing")
+
+        def __repr__(self):
+            raise RuntimeError("no showing")
+    result = check("00.1", lambda x: Weird(), quiet=True)
+    assert not result.passed and not result.cases[0].ok and result.cases[0].hint
+
+
 def test_render_and_repr_are_stable():
     result = CheckResult("00.1", "t", [checks.CaseResult("a", True, "1", "1")])
     assert repr(result) == "CheckResult('00.1', 1/1 cases passed)"
-    assert render(result).endswith("1/1 passed ✓ well done")
+    assert render(result).splitlines()[-2:] == [
+        "  1/1 passed ✓ well done",
+        "  All visible cases pass. `course check 00` also runs hidden tests on other data."]
+
+
+def test_korean_text_keeps_the_columns_lined_up():
+    result = CheckResult("01.2", "t", [checks.CaseResult("메모.txt 읽기", False, "'단가'", "'x'", "h"),
+                                       checks.CaseResult("ascii", True, "1", "1")])
+    header, first, _hint, second = render(result).splitlines()[1:5]
+    column = checks._width(header[:header.index("expected")])
+    assert checks._width(first[:first.index("'단가'")]) == column == checks._width(second[:second.index("1")])
 
 
 def test_long_dicts_and_lists_that_differ_say_where(monkeypatch, capsys):
     schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
               "additionalProperties": False}
-    spec = Exercise("schema", [Case("whole schema", lambda f: f(), expected=schema),
-                               Case("list", lambda f: [1, 2, 3], expected=[1, 2, 4])])
+    spec = Exercise("schema", [Case("whole schema", lambda f: f(), expected=schema, hint="h"),
+                               Case("list", lambda f: [1, 2, 3], expected=[1, 2, 4], hint="h")])
     monkeypatch.setattr(checks, "exercise", lambda exercise_id: spec)
     result = check("00.2", lambda: {k: v for k, v in schema.items() if k != "additionalProperties"})
     assert "key 'additionalProperties' is missing" in result.cases[0].hint
     assert "at item 2, expected 4, got 3" in result.cases[1].hint
     assert "first difference" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_every_case_of_every_exercise_has_its_own_hint(stage):
+    for exercise_id, spec in import_module(f"course_lib.exercises.stage{stage}").EXERCISES.items():
+        for case in spec.cases:
+            assert isinstance(case.hint, str) and len(case.hint.strip()) >= 15, \
+                f"{exercise_id} case {case.label!r} needs a hint that says what to look at"
+
+
+# ---------------------------------------------------------------- inside a real Jupyter kernel
+KERNEL_CELLS = [
+    """import json, os, threading, time
+from course_lib import checks
+from course_lib.checks import check
+checks.CASE_SECONDS = 1
+start_folder = os.getcwd()""",
+    """def spin(text):
+    while True:
+        pass
+r1 = check("04.2", spin)""",
+    """def stubborn(text):
+    while True:
+        try:
+            sum(range(100))
+        except BaseException:
+            pass
+r2 = check("04.2", stubborn)""",
+    """def sleeper(text):
+    time.sleep(10**6)
+r3 = check("04.2", sleeper)""",
+    """box = []
+worker = threading.Thread(target=lambda: box.append(checks.run_cases("04.2", spin)))
+worker.start()
+worker.join(60)
+r4 = box[0]""",
+    """def stuck_reader(path, start=1, end=None):
+    while True:
+        pass
+r5 = check("01.2", stuck_reader)
+assert os.getcwd() == start_folder, os.getcwd()""",
+    """print("NEXT CELL RAN " + json.dumps([r.as_dict() for r in (r1, r2, r3, r4, r5)]))""",
+]
+
+
+def test_time_limits_hold_in_a_jupyter_kernel_and_the_next_cell_runs(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in KERNEL_CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    client = nbclient.NotebookClient(nb, timeout=HANG_GUARD, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()   # raises CellExecutionError or CellTimeoutError on an error or a hang
+    outputs = [cell.outputs for cell in nb.cells]
+    assert not [o for cell in outputs for o in cell if o.get("name") == "stderr"], "no 'Exception ignored' noise"
+    for cell in outputs[1:4] + [outputs[5]]:
+        text = "".join(o.get("text", "") for o in cell)
+        assert "✗" in text and "gave up after 1 s: the code did not finish (an endless loop?)" in text
+    last = "".join(o.get("text", "") for o in outputs[-1])
+    assert last.startswith("NEXT CELL RAN ")
+    results = json.loads(last.removeprefix("NEXT CELL RAN "))
+    for result in results:
+        assert result["passed"] is False and result["cases"][0]["got"].startswith("gave up after 1 s")
+        assert all(not c["ok"] and c["hint"] for c in result["cases"])
+    assert "the check stopped it" in results[0]["cases"][0]["hint"]     # a plain endless loop
+    assert "restart the kernel" in results[2]["cases"][0]["hint"]       # time.sleep cannot be interrupted
+
+
+def test_stop_in_a_jupyter_kernel_interrupts_a_check_and_the_kernel_carries_on():
+    manager = pytest.importorskip("jupyter_client.manager")
+    km, kc = manager.start_new_kernel(kernel_name="python3")
+    try:
+        kc.execute_interactive("from course_lib import checks\nchecks.CASE_SECONDS = 600", timeout=HANG_GUARD)
+        msg_id = kc.execute("def spin(text):\n    while True:\n        pass\nchecks.check('04.2', spin)")
+        time.sleep(2)
+        km.interrupt_kernel()   # what the Stop button does
+        errors = []
+        deadline = time.monotonic() + HANG_GUARD
+        while time.monotonic() < deadline:
+            msg = kc.get_iopub_msg(timeout=HANG_GUARD)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "error":
+                errors.append(msg["content"]["ename"])
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+        assert errors == ["KeyboardInterrupt"]
+        printed = []
+        reply = kc.execute_interactive("print('still here')", timeout=HANG_GUARD,
+                                       output_hook=lambda m: printed.append(m["content"].get("text", "")))
+        assert reply["content"]["status"] == "ok" and "still here\n" in printed
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -55,56 +55,100 @@ def refusal(call) -> str:
     return f"no ToolError; returned {result!r}"
 
 
+def linked_outside(f) -> str:
+    """What ``f("link.txt")`` does in a workspace where link.txt is a symbolic link to ../secret.txt."""
+    def go(root):
+        try:
+            os.symlink(root / "secret.txt", root / "ws" / "link.txt")
+        except (OSError, NotImplementedError):   # no symbolic links on this system: nothing to test
+            return "skipped: this system cannot make symbolic links"
+        return refusal(lambda: f("link.txt"))
+    return in_workspace(go)
+
+
 DIVISOR_HINT = "check the divisor first: if it is 0, raise ToolError with a message for the model"
 SANDBOX_HINT = "resolve (Path.cwd() / path) and refuse it unless it is_relative_to the resolved Path.cwd()"
 RANGE_HINT = "start and end must be ints (not bool, not text) with 1 <= start <= end"
 UNIT_HINT = "check the unit against UNITS; raise ToolError listing the known units, sorted"
 VALUE_HINT = "accept only int and float (type(value) in (int, float)); bool and text are refused"
+INF_HINT = "a float result that is not finite must be refused too: test math.isfinite(result)"
 
 EXERCISES = {
     "01.1": Exercise("Add // and % to the calculator, safely", [
-        Case("7 // 2", lambda calc: calc("7 // 2"), expected="3"),
+        Case("7 // 2", lambda calc: calc("7 // 2"), expected="3",
+             hint="safe_floordiv returns a // b: for two ints that is the int 3"),
         Case("-7 // 2 (Python floors)", lambda calc: calc("-7 // 2"), expected="-4",
              hint="return a // b: Python's floor division rounds down"),
-        Case("7.5 % 2", lambda calc: calc("7.5 % 2"), expected="1.5"),
-        Case("2 + 9 % 4 * 3", lambda calc: calc("2 + 9 % 4 * 3"), expected="5"),
+        Case("7.5 // 2 (a float)", lambda calc: calc("7.5 // 2"), expected="3.0",
+             hint="return a // b itself: with a float it gives the float 3.0, while math.floor gives the int 3"),
+        Case("7.5 % 2", lambda calc: calc("7.5 % 2"), expected="1.5",
+             hint="safe_mod returns a % b, which works for floats too"),
+        Case("-7 % 3 (Python: 2)", lambda calc: calc("-7 % 3"), expected="2",
+             hint="return a % b: Python's % takes the divisor's sign (math.fmod and a - b*int(a/b) give -1)"),
+        Case("2 + 9 % 4 * 3", lambda calc: calc("2 + 9 % 4 * 3"), expected="5",
+             hint="return a % b unchanged: two ints give an int (5, not 5.0)"),
         Case("7 % 0 is refused", lambda calc: calc("7 % 0"), raises=ToolError, hint=DIVISOR_HINT),
-        Case("7 // 0.0 is refused", lambda calc: calc("7 // 0.0"), raises=ToolError, hint=DIVISOR_HINT),
+        Case("7 // 0.0 is refused", lambda calc: calc("7 // 0.0"), raises=ToolError,
+             hint="0.0 is a zero divisor too: compare with b == 0, which is True for 0, 0.0 and -0.0"),
         Case("the message says why", lambda calc: refusal(lambda: calc("1 // 0")),
              test=lambda m: "//" in m and "zero" in m.lower(), shows="names // and 'zero'",
              hint="say which operator failed and that its divisor is zero"),
-        Case("1e308 // 1e-308 (inf)", lambda calc: calc("1e308 // 1e-308"), raises=ToolError,
-             hint="a float result that is not finite (math.isfinite) must be refused too"),
-        Case("names are still refused", lambda calc: calc("x // 2"), raises=ToolError),
+        Case("7 % 0: the message says why", lambda calc: refusal(lambda: calc("7 % 0")),
+             test=lambda m: "%" in m and "zero" in m.lower(), shows="names % and 'zero'",
+             hint="safe_mod's message names % (not //) and says that the divisor is zero"),
+        Case("1e308 // 1e-308 (inf)", lambda calc: calc("1e308 // 1e-308"), raises=ToolError, hint=INF_HINT),
+        Case("-1e308 // 1e-308 (-inf)", lambda calc: calc("-1e308 // 1e-308"), raises=ToolError,
+             hint="-inf is not finite either: test math.isfinite(result), not result == math.inf"),
+        Case("names are still refused", lambda calc: calc("x // 2"), raises=ToolError,
+             hint="build the calculator with make_calculator: it refuses names; never use eval"),
     ]),
     "01.2": Exercise("A sandboxed read_lines tool", [
         Case("notes.txt, lines 2 to 3", lambda f: in_workspace(lambda root: f("notes.txt", 2, 3)),
-             expected="2: beta\n3: gamma"),
+             expected="2: beta\n3: gamma",
+             hint="write each line as '<number>: <text>', counting from 1, joined by '\\n' with none at the end"),
         Case("end past the last line", lambda f: in_workspace(lambda root: f("notes.txt", 3, 99)),
              expected="3: gamma\n4: delta", hint="stop at the last line instead of failing"),
         Case("defaults: the whole file", lambda f: in_workspace(lambda root: f("메모.txt")),
-             expected="1: 회의 메모\n2: - 단가는 개당 $24입니다."),
+             expected="1: 회의 메모\n2: - 단가는 개당 $24입니다.",
+             hint="start=1 and end=None read the whole file; read it as UTF-8"),
         Case("sub/../notes.txt stays inside", lambda f: in_workspace(lambda root: f("sub/../notes.txt", 1, 1)),
              expected="1: alpha", hint="'..' is fine as long as the resolved path stays inside"),
+        Case("absolute path inside", lambda f: in_workspace(lambda root: f(str(root / "ws" / "notes.txt"), 2, 2)),
+             expected="2: beta", hint="an absolute path that leads inside the workspace is fine: judge where it leads"),
         Case("../secret.txt", lambda f: in_workspace(lambda root: f("../secret.txt")),
              raises=ToolError, hint=SANDBOX_HINT),
         Case("absolute path outside", lambda f: in_workspace(lambda root: f(str(root / "secret.txt"))),
              raises=ToolError, hint=SANDBOX_HINT),
         Case("sibling ../ws2/secret.txt", lambda f: in_workspace(lambda root: f("../ws2/secret.txt")),
              raises=ToolError, hint="a string prefix check lets 'ws2' pass for 'ws': use is_relative_to"),
+        Case("a link that points outside", linked_outside, test=lambda m: not m.startswith("no ToolError"),
+             shows="a ToolError", hint="os.path.abspath does not follow symbolic links: use Path.resolve()"),
         Case("missing file", lambda f: in_workspace(lambda root: f("nope.txt")), raises=ToolError,
              hint="raise ToolError when the path is not a file"),
+        Case("a folder: sub", lambda f: in_workspace(lambda root: f("sub")), raises=ToolError,
+             hint="a folder exists but is not a file: test .is_file(), not .exists()"),
+        Case("a NUL byte in the path", lambda f: in_workspace(lambda root: f("notes.txt\0.png")), raises=ToolError,
+             hint="refuse a path that contains '\\0' before resolving it (resolve raises ValueError on it)"),
         Case("start 0", lambda f: in_workspace(lambda root: f("notes.txt", 0, 2)), raises=ToolError,
              hint=RANGE_HINT),
         Case("start after end", lambda f: in_workspace(lambda root: f("notes.txt", 3, 2)), raises=ToolError,
              hint=RANGE_HINT),
         Case("start as text '2'", lambda f: in_workspace(lambda root: f("notes.txt", "2", 3)),
              raises=ToolError, hint=RANGE_HINT),
+        Case("start True", lambda f: in_workspace(lambda root: f("notes.txt", True, 2)), raises=ToolError,
+             hint="True is a bool, and isinstance(True, int) is True: check type(start) is int"),
+        Case("end 2.0 (a float)", lambda f: in_workspace(lambda root: f("notes.txt", 1, 2.0)), raises=ToolError,
+             hint="check end too: it must be None or an int"),
+        Case("start 5, past the last line", lambda f: in_workspace(lambda root: f("notes.txt", 5)),
+             raises=ToolError, hint="notes.txt has 4 lines: refuse a start past the last line, saying how many"),
     ]),
     "01.3": Exercise("A convert_units tool", [
-        Case("5 km -> mi", lambda f: f(5, "km", "mi"), expected="5 km = 3.107 mi"),
-        Case("2.5 mi -> m", lambda f: f(2.5, "mi", "m"), expected="2.5 mi = 4023.36 m"),
-        Case("1 lb -> kg", lambda f: f(1, "lb", "kg"), expected="1 lb = 0.454 kg"),
+        Case("5 km -> mi", lambda f: f(5, "km", "mi"), expected="5 km = 3.107 mi",
+             hint="value × size(from_unit) / size(to_unit), round(..., 3), then f'{value} {from} = {result} {to}'"),
+        Case("2.5 mi -> m", lambda f: f(2.5, "mi", "m"), expected="2.5 mi = 4023.36 m",
+             hint="show the value as it was given and round only the result"),
+        Case("1 lb -> kg", lambda f: f(1, "lb", "kg"), expected="1 lb = 0.454 kg",
+             hint="the sizes come from UNITS: 1 lb is 0.45359237 kg, rounded to 3 digits"),
         Case("' KG ' -> g (tidied)", lambda f: f(3, " KG ", "g"), expected="3 kg = 3000.0 g",
              hint="strip and lower-case the unit names first, and show the tidied names"),
         Case("unknown unit 'ft'", lambda f: f(5, "ft", "m"), raises=ToolError, hint=UNIT_HINT),
@@ -115,6 +159,8 @@ EXERCISES = {
              hint="compare the kinds of the two units before converting"),
         Case("value True", lambda f: f(True, "km", "m"), raises=ToolError, hint=VALUE_HINT),
         Case("value '5' (text)", lambda f: f("5", "km", "m"), raises=ToolError, hint=VALUE_HINT),
+        Case("value nan", lambda f: f(float("nan"), "km", "m"), raises=ToolError,
+             hint="nan and inf are floats too: refuse a value that is not math.isfinite"),
         Case("unit None", lambda f: f(5, None, "m"), raises=ToolError, hint=UNIT_HINT),
     ]),
 }

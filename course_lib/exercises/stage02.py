@@ -68,29 +68,49 @@ def into_existing(make) -> list[str]:
     return list(registry)
 
 
+def plain_call(make):
+    """``tool(shout, name="loud")`` on a fresh registry: (the names stored, what came back)."""
+    registry: dict = {}
+    got = make(registry)(shout, name="loud")
+    return list(registry), same(got, shout)
+
+
 NAME_HINT = "the WHOLE name must match: NAME_PATTERN.fullmatch(name), not .match"
 SORTED_HINT = "list the registry's names with ', '.join(sorted(registry))"
+ARGS_HINT = "check isinstance(args, dict) before calling"
+DUPLICATE_HINT = "a name that is already in the registry raises ValueError, and the registry stays as it was"
 
 EXERCISES = {
     "02.1": Exercise("register: a checked way into a dict registry", [
-        Case("stored under __name__", lambda f: registered(f, (count_words,)), expected=["count_words"]),
-        Case("name= overrides it", lambda f: registered(f, (lookup, "facts")), expected=["facts"]),
+        Case("stored under __name__", lambda f: registered(f, (count_words,)), expected=["count_words"],
+             hint="with name=None, store func under func.__name__"),
+        Case("name= overrides it", lambda f: registered(f, (lookup, "facts")), expected=["facts"],
+             hint="a name that is given wins over func.__name__"),
         Case("returns the function", lambda f: same(f({}, shout), shout), expected="the same function",
              hint="end with `return func`, so register can build decorators"),
         Case("same function, two names", lambda f: registered(f, (shout,), (shout, "loud")),
-             expected=["shout", "loud"]),
-        Case("duplicate name", lambda f: registered(f, (shout,), (whisper, "shout")), raises=ValueError),
-        Case("not callable: 42", lambda f: f({}, 42, "calc"), raises=TypeError),
+             expected=["shout", "loud"], hint="only the name must be new: one function may be stored twice"),
+        Case("duplicate name", lambda f: registered(f, (shout,), (whisper, "shout")), raises=ValueError,
+             hint=DUPLICATE_HINT),
+        Case("not callable: 42", lambda f: f({}, 42, "calc"), raises=TypeError,
+             hint="callable(func) is False for 42: raise TypeError"),
+        Case("not callable, named 'finish'", lambda f: f({}, 42, "finish"), raises=TypeError,
+             hint="check callable(func) first, as step 1 of the text says: the name comes after"),
         Case("name 'word count'", lambda f: f({}, count_words, "word count"), raises=ValueError, hint=NAME_HINT),
+        Case("name 42 (not text)", lambda f: f({}, count_words, 42), raises=ValueError,
+             hint="a name that is not a str is an invalid name: check isinstance(name, str) before fullmatch"),
         Case("a lambda needs a name", lambda f: f({}, lambda text: text), raises=ValueError,
              hint="'<lambda>' is not a valid name: check the derived name too"),
         Case("a partial has no __name__", lambda f: f({}, partial(shout)), raises=ValueError,
              hint="use getattr(func, '__name__', '') so a missing name is an invalid name"),
-        Case("reserved 'finish'", lambda f: f({}, shout, "finish"), raises=ValueError),
+        Case("reserved 'finish'", lambda f: f({}, shout, "finish"), raises=ValueError,
+             hint="'finish' is in RESERVED: the model says it to end the run, so no tool may take it"),
     ]),
     "02.2": Exercise("call_tool: only registered tools run", [
-        Case("calculator 24*7", lambda f: f(toolbox(), "calculator", {"expression": "24*7"}), expected="168"),
-        Case("lookup 단가", lambda f: f(toolbox(), "lookup", {"topic": "단가"}), expected="개당 $24"),
+        Case("calculator 24*7", lambda f: f(toolbox(), "calculator", {"expression": "24*7"}), expected="168",
+             hint="call registry[name](**args) and return what it gives, as text"),
+        Case("lookup 단가", lambda f: f(toolbox(), "lookup", {"topic": "단가"}), expected="개당 $24",
+             hint="pass args as keyword arguments: registry[name](**args)"),
         Case("an int result becomes text", lambda f: f(toolbox(), "count_words", {"text": "a b c"}),
              expected="3", hint="return str(result)"),
         Case("unknown tool 'eval'", lambda f: f(toolbox(), "eval", {"source": "2+2"}), raises=ToolError,
@@ -98,32 +118,43 @@ EXERCISES = {
         Case("the message lists the tools", lambda f: outcome(lambda: f(toolbox(), "rm", {})),
              test=lambda m: m.startswith("ToolError") and "'rm'" in m and "calculator, count_words, lookup" in m,
              shows="'rm' + sorted names", hint=SORTED_HINT),
+        Case("'Calculator' (other case)", lambda f: f(toolbox(), "Calculator", {"expression": "1"}),
+             raises=ToolError, hint="names are exact: no .lower() or .strip(), so 'Calculator' is unknown"),
         Case("'__import__' is no tool", lambda f: f(toolbox(), "__import__", {"name": "os"}), raises=ToolError,
              hint="look names up in the registry only: never globals() or builtins"),
         Case("name ['calculator'] (a list)", lambda f: f(toolbox(), ["calculator"], {}), raises=ToolError,
              hint="check that the name is a str before looking it up"),
         Case("args '24*7' (not a dict)", lambda f: f(toolbox(), "calculator", "24*7"), raises=ToolError,
-             hint="check isinstance(args, dict) before calling"),
-        Case("args None", lambda f: f(toolbox(), "calculator", None), raises=ToolError,
-             hint="check isinstance(args, dict) before calling"),
+             hint=ARGS_HINT),
+        Case("args None", lambda f: f(toolbox(), "calculator", None), raises=ToolError, hint=ARGS_HINT),
+        Case("the tool's own ToolError", lambda f: f(toolbox(), "lookup", {"topic": "discount"}), raises=ToolError,
+             hint="do not catch what the tool raises: its ToolError goes through unchanged"),
         Case("a ToolRegistry works too", lambda f: f(ToolRegistry([calculator]), "calculator", {"expression": "2+2"}),
              expected="4", hint="use only `in` and [name], which every mapping has"),
     ]),
     "02.3": Exercise("A tool decorator: @tool and @tool(name=...)", [
-        Case("@tool: stored by __name__", lambda make: list(decorated(make, None)[0]), expected=["shout"]),
+        Case("@tool: stored by __name__", lambda make: list(decorated(make, None)[0]), expected=["shout"],
+             hint="tool(func) stores func under func.__name__"),
         Case("@tool returns the function", lambda make: same(decorated(make, None)[1][0], shout),
              expected="the same function",
              hint="the decorator must `return func` unchanged"),
         Case("@tool(name='loud')", lambda make: list(decorated(make, "loud")[0]), expected=["loud"],
              hint="with no function given, return a decorator that remembers the name"),
         Case("@tool(name=...) returns it", lambda make: same(decorated(make, "loud")[1][0], shout),
-             expected="the same function"),
+             expected="the same function", hint="the decorator that tool(name=...) returns gives func back too"),
+        Case("tool(shout, name='loud')", plain_call, expected=(["loud"], "the same function"),
+             hint="a function AND a name: register it at once; only tool(name=...) without a function waits"),
         Case("both forms, two tools", lambda make: list(decorated(make, None, "quiet")[0]),
-             expected=["shout", "quiet"]),
+             expected=["shout", "quiet"], hint="each use of the decorator adds one tool to the same registry"),
         Case("writes into the given dict", into_existing, expected=["calculator", "shout"],
              hint="add to the registry you were given; do not make a copy"),
-        Case("duplicate name", lambda make: decorated(make, None, "shout"), raises=ValueError),
+        Case("duplicate name, @tool(name=...)", lambda make: decorated(make, None, "shout"), raises=ValueError,
+             hint=DUPLICATE_HINT),
+        Case("duplicate name, bare @tool", lambda make: decorated(make, "whisper", None), raises=ValueError,
+             hint="the bare @tool form must refuse a name that is already taken too"),
         Case("@tool('loud'): not keyword", lambda make: make({})("loud"), raises=TypeError,
              hint="a positional argument that is not callable is a mistake: raise TypeError"),
+        Case("tool(42): not callable", lambda make: make({})(42), raises=TypeError,
+             hint="refuse anything positional that is not callable (callable(func)), not only text"),
     ]),
 }

@@ -49,6 +49,16 @@ def binary(data: bytes) -> str:
     return str(len(data))
 
 
+def repeat(text: str, times: int) -> str:
+    """Repeat a text (an int without a default, to see that plan_trip's nights=1 did not stick to int)."""
+    return " ".join([text] * times)
+
+
+def tagged(tags: list[str] = {"a"}) -> str:   # noqa: B006 - a default that JSON cannot write, on purpose
+    """Tag something."""
+    return ""
+
+
 # ---------------------------------------------------------------- sample docstrings for 03.3
 SIMPLE = "Read a text file.\n\nArgs:\n    path: a path inside the workspace.\n    max_chars: the most characters.\n"
 WRAPPED = ("Convert won (원) into another currency.\n\nArgs:\n    amount: how many won to convert,\n"
@@ -58,6 +68,9 @@ RETURNS = "Count words.\n\nArgs:\n    text: the text to count.\n\nReturns:\n    
 COLON = ("Convert.\n\nArgs:\n    amount: how many won,\n        note: a whole number.\n"
          "    currency: the target.\n")
 KOREAN = "단가를 찾는다.\n\nArgs:\n    topic: 찾을 주제, 예: 단가.\n"
+# A raw func.__doc__ keeps the indentation of the source (Python 3.13 strips it: so it is written out here).
+INDENTED = ("Plan a stay.\n\n    Args:\n        days: how many days,\n            counting the day you arrive.\n\n"
+            "        city: where to stay.\n\n    Returns:\n        a plan.\n    ")
 
 ENUM_HINT = "Literal[...] becomes {'enum': [its values]}: typing.get_args gives them"
 UNION_HINT = "for Optional[X] and X | None, describe X: typing.Union and types.UnionType are both origins"
@@ -67,18 +80,30 @@ CONT_HINT = "a line indented deeper than the parameter lines continues the descr
 
 EXERCISES = {
     "03.1": Exercise("json_type: Python type hints to JSON Schema", [
-        Case("str", lambda f: f(str), expected={"type": "string"}),
+        Case("str", lambda f: f(str), expected={"type": "string"},
+             hint="look plain types up in a dict by their exact class: str -> {'type': 'string'}"),
         Case("bool (not integer!)", lambda f: f(bool), expected={"type": "boolean"},
              hint="look the exact class up in a dict; isinstance-style checks mistake bool for int"),
+        Case("dict[str, int]", lambda f: f(dict[str, int]), expected={"type": "object"},
+             hint="dict and dict[K, V] are both {'type': 'object'}: typing.get_origin(dict[str, int]) is dict"),
         Case("list[str]", lambda f: f(list[str]), expected={"type": "array", "items": {"type": "string"}},
              hint="typing.get_origin gives list, typing.get_args gives (str,)"),
+        Case("list[list[int]]", lambda f: f(list[list[int]]),
+             expected={"type": "array", "items": {"type": "array", "items": {"type": "integer"}}},
+             hint="describe the items with json_type itself (call it again), so lists of lists work"),
         Case("Optional[int]", lambda f: f(Optional[int]), expected={"type": "integer"}, hint=UNION_HINT),
         Case("float | None", lambda f: f(float | None), expected={"type": "number"}, hint=UNION_HINT),
+        Case("Optional[list[str]]", lambda f: f(Optional[list[str]]),
+             expected={"type": "array", "items": {"type": "string"}},
+             hint="describe each member of a union with json_type itself, so Optional[list[str]] works"),
         Case("Literal['train', 'car']", lambda f: f(Literal["train", "car"]),
              expected={"enum": ["train", "car"]}, hint=ENUM_HINT),
         Case("str | int", lambda f: f(str | int),
              expected={"anyOf": [{"type": "string"}, {"type": "integer"}]},
              hint="a union of several non-None types becomes {'anyOf': [...]}"),
+        Case("int | str | None", lambda f: f(int | str | None),
+             expected={"anyOf": [{"type": "integer"}, {"type": "string"}]},
+             hint="drop only None from a union: the rest may still be several types, so {'anyOf': [...]}"),
         Case("a bare list is refused", lambda f: f(list), raises=ValueError,
              hint="a bare list does not say what its items are, and the APIs reject an array without 'items'"),
         Case("set[str] is refused", lambda f: f(set[str]), raises=ValueError, hint=REFUSE_HINT),
@@ -88,12 +113,19 @@ EXERCISES = {
         Case("required: no default", lambda f: f(plan_trip)["required"], expected=["city", "travellers"],
              hint="a parameter is required when p.default is inspect.Parameter.empty"),
         Case("list[str] parameter", lambda f: f(plan_trip)["properties"]["travellers"],
-             expected={"type": "array", "items": {"type": "string"}}),
+             expected={"type": "array", "items": {"type": "string"}},
+             hint="look each parameter's hint up in TYPE_SCHEMAS: list[str] is there"),
         Case("a default is recorded", lambda f: f(plan_trip)["properties"]["nights"],
-             expected={"type": "integer", "default": 1}),
+             expected={"type": "integer", "default": 1},
+             hint="a parameter with a default gets 'default': its value, next to its type"),
+        Case("the table is not changed", lambda f: (f(plan_trip), f(repeat))[1]["properties"]["times"],
+             expected={"type": "integer"},
+             hint="copy the entry (dict(TYPE_SCHEMAS[hint])) before adding 'default'; then run the "
+                  "TYPE_SCHEMAS cell again to repair the table"),
         Case("the whole schema of shout", lambda f: f(shout),
              expected={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
-                       "additionalProperties": False}),
+                       "additionalProperties": False},
+             hint="wrap the properties: type object, properties, required, additionalProperties False"),
         Case("annotations stored as text", lambda f: f(stringly)["properties"],
              expected={"city": {"type": "string"}, "nights": {"type": "integer", "default": 2}}, hint=HINTS_HINT),
         Case("no type hint on 'city'", lambda f: f(untyped), raises=ValueError,
@@ -102,10 +134,13 @@ EXERCISES = {
              hint="refuse p.kind VAR_POSITIONAL and VAR_KEYWORD"),
         Case("bytes is not in the table", lambda f: f(binary), raises=ValueError,
              hint="a hint missing from TYPE_SCHEMAS must raise ValueError"),
+        Case("a set as the default", lambda f: f(tagged), raises=ValueError,
+             hint="try json.dumps(p.default): a default that JSON cannot write raises ValueError"),
     ]),
     "03.3": Exercise("arg_docs: the Args: section, continuation lines included", [
         Case("two parameters", lambda f: f(SIMPLE),
-             expected={"path": "a path inside the workspace.", "max_chars": "the most characters."}),
+             expected={"path": "a path inside the workspace.", "max_chars": "the most characters."},
+             hint="after the 'Args:' line, each 'name: text' line is a parameter; strip the text"),
         Case("a continuation line", lambda f: f(WRAPPED)["amount"],
              expected="how many won to convert, for example 150000.", hint=CONT_HINT),
         Case("a type in brackets", lambda f: f(TYPED),
@@ -113,11 +148,16 @@ EXERCISES = {
              hint="`city (str): ...` describes `city`: skip the part in brackets"),
         Case("stops at Returns:", lambda f: f(RETURNS), expected={"text": "the text to count."},
              hint="a non-blank line indented no deeper than Args: ends the section"),
-        Case("no Args: section", lambda f: f("Return the time."), expected={}),
+        Case("a raw, indented __doc__", lambda f: f(INDENTED),
+             expected={"days": "how many days, counting the day you arrive.", "city": "where to stay."},
+             hint="measure indentation from the Args: line (here 4 spaces), and skip blank lines"),
+        Case("no Args: section", lambda f: f("Return the time."), expected={},
+             hint="no line that is exactly 'Args:' once stripped: return {}"),
         Case("no docstring (None)", lambda f: f(None), expected={}, hint="treat None like an empty docstring"),
         Case("continuation with a colon", lambda f: f(COLON),
              expected={"amount": "how many won, note: a whole number.", "currency": "the target."},
              hint=CONT_HINT),
-        Case("Korean text is kept", lambda f: f(KOREAN), expected={"topic": "찾을 주제, 예: 단가."}),
+        Case("Korean text is kept", lambda f: f(KOREAN), expected={"topic": "찾을 주제, 예: 단가."},
+             hint="keep the description as it is: strip only the spaces around it"),
     ]),
 }

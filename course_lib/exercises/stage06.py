@@ -9,6 +9,7 @@ from pathlib import Path
 from course_lib import default_tools
 from course_lib.agent import Agent
 from course_lib.checks import Case, Exercise
+from course_lib.describe import build_system_prompt
 from course_lib.models import SCENARIOS, ScriptedModel
 
 VAR = "COURSE_MAX_STEPS"
@@ -25,6 +26,8 @@ MESSY = ["Sure! I will multiply 24 by 7.", '{"tool": "calculator", "args": {"exp
 A, B = _act("search_docs", query="규정"), _act("lookup", topic="단가")
 A_AGAIN = [f"```json\n{A}\n```", f"Let me search once more.\n{A}",
            '{"args": {"query": "규정"}, "tool": "search_docs"}']
+LIMITED = _act("search_docs", query="규정", limit=3)
+LIMITED_AGAIN = '{"tool": "search_docs", "args": {"limit": 3, "query": "규정"}}'   # the same args, keys swapped
 H = [{"role": "system", "content": "You are a careful assistant."}, {"role": "user", "content": PRICE["goal"]},
      {"role": "assistant", "content": B}, {"role": "user", "content": "Observation: 개당 $24"}]
 
@@ -121,15 +124,29 @@ def _failed_save(f):
     return _in_temp(go)
 
 
+def _first_two(f) -> list[str]:
+    """The first two messages of the loop's history, in short: the system prompt of the tools, then the goal."""
+    names = {build_system_prompt(default_tools()): "the system prompt", PRICE["goal"]: "the goal"}
+    return [f"{m.get('role')}: {names.get(m.get('content'), m.get('content'))}" if isinstance(m, dict) else m
+            for m in _run(f, PRICE)[1][:2]]
+
+
 def _starts(prefix):
     return lambda got: isinstance(got, str) and got.startswith(prefix)
 
 
+CAP_HINT = "max_steps must be an int of at least 1 (not a bool): raise ValueError before anything else"
+LIMIT_HINT = "limit must be an int of at least 2 (not a bool): otherwise raise ValueError"
+DEFAULT_HINT = "no value, or only spaces: return the `default` argument"
+
 EXERCISES = {
     "06.1": Exercise("The agent loop", [
-        Case("price: the answer", lambda f: _run(f, PRICE)[0], expected=PRICE_ANSWER),
+        Case("price: the answer", lambda f: _run(f, PRICE)[0], expected=PRICE_ANSWER,
+             hint="on finish, return (the answer from parsed.args, history)"),
         Case("price: 9 messages", lambda f: len(_run(f, PRICE)[1]), expected=9,
              hint="per step: ask, append the reply, parse, then finish / dispatch / correct"),
+        Case("the first two messages", _first_two, expected=["system: the system prompt", "user: the goal"],
+             hint="start with {'role': 'system', 'content': build_system_prompt(tools)}, then the goal as 'user'"),
         Case("an observation", lambda f: _run(f, PRICE)[1][3], expected=H[3],
              hint='append {"role": "user", "content": "Observation: " + obs.content}'),
         Case("the model sees everything", lambda f: [len(c) for c in _run(f, PRICE)[2].calls],
@@ -137,57 +154,95 @@ EXERCISES = {
         Case("a tool error is observed", lambda f: _run(f, DIVIDE)[1][3]["content"],
              test=_starts("Observation: Error:"), shows='"Observation: Error: …"',
              hint="dispatch never raises: append what it returns"),
-        Case("bad replies: it recovers", lambda f: _run(f, MESSY)[0], expected="24 × 7 = 168"),
+        Case("bad replies: it recovers", lambda f: _run(f, MESSY)[0], expected="24 × 7 = 168",
+             hint="an unusable reply costs one step: append the correction and go on"),
         Case("bad reply: a correction", lambda f: _run(f, MESSY)[1][3]["content"],
-             test=_starts("Your reply could not be used: "), shows='"Your reply could not be used: …"'),
+             test=_starts("Your reply could not be used: "), shows='"Your reply could not be used: …"',
+             hint='append {"role": "user", "content": "Your reply could not be used: " + parsed.error}'),
+        Case("finish without an answer", lambda f: len(_run(f, [_act("finish")])[1]), test=lambda n: n == 3,
+             shows="the run ends: 3 messages",
+             hint="a finish may leave out the answer: parsed.args.get('answer', ...), not ['answer']"),
         Case("step cap 3: stops", lambda f: (lambda r: (r[0], len(r[2].calls)))(_run(f, REPEAT, max_steps=3)),
-             test=lambda got: _starts("Stopped")(got[0]) and got[1] == 3, shows='("Stopped …", 3 calls)'),
+             test=lambda got: _starts("Stopped")(got[0]) and got[1] == 3, shows='("Stopped …", 3 calls)',
+             hint="ask the model at most max_steps times, then return a sentence that begins with 'Stopped'"),
         Case("script runs out", lambda f: _run(f, [B], max_steps=5)[0], test=_starts("The model call failed: "),
              shows='"The model call failed: …"', hint="catch ModelError around the model call"),
-        Case("max_steps=0", lambda f: _run(f, PRICE, max_steps=0), raises=ValueError),
-        Case('max_steps="3"', lambda f: _run(f, PRICE, max_steps="3"), raises=ValueError),
+        Case("a failed call adds nothing", lambda f: len(_run(f, [])[1]), test=lambda n: n == 2,
+             shows="2 messages (system, goal)",
+             hint="when model.complete raises ModelError, return at once: add nothing to the history"),
+        Case("max_steps=0", lambda f: _run(f, PRICE, max_steps=0), raises=ValueError, hint=CAP_HINT),
+        Case('max_steps="3"', lambda f: _run(f, PRICE, max_steps="3"), raises=ValueError, hint=CAP_HINT),
+        Case("max_steps=True", lambda f: _run(f, PRICE, max_steps=True), raises=ValueError,
+             hint="True is a bool, and isinstance(True, int) is True: check type(max_steps) is int"),
     ]),
     "06.2": Exercise("Stop when the model repeats itself", [
-        Case("three same calls", lambda f: f(_history(A, A, A), 3), expected=True),
-        Case("only two so far", lambda f: f(_history(A, A), 3), expected=False),
+        Case("three same calls", lambda f: f(_history(A, A, A), 3), expected=True,
+             hint="parse the last `limit` assistant replies: all usable and the same (tool, args) gives True"),
+        Case("only two so far", lambda f: f(_history(A, A), 3), expected=False,
+             hint="fewer than `limit` assistant replies: False"),
         Case("same call, other wording", lambda f: f(_history(*A_AGAIN), 3), expected=True,
              hint="compare what parse_reply finds (tool, args), not the text"),
-        Case("args differ", lambda f: f(_history(A, A, _act("search_docs", query="출장")), 3), expected=False),
+        Case("args in another key order", lambda f: f(_history(LIMITED, LIMITED, LIMITED_AGAIN), 3), expected=True,
+             hint="compare args as dicts (==), which ignores key order; json.dumps(args) does not"),
+        Case("args differ", lambda f: f(_history(A, A, _act("search_docs", query="출장")), 3), expected=False,
+             hint="the same tool with other args is another call"),
         Case("the latest one differs", lambda f: f(_history(A, A, A, B), 3), expected=False,
              hint="only the last `limit` assistant replies count"),
-        Case("an older one differs", lambda f: f(_history(B, A, A, A), 3), expected=True),
+        Case("an older one differs", lambda f: f(_history(B, A, A, A), 3), expected=True,
+             hint="an older, different reply before the last `limit` does not matter"),
+        Case("the last message is a reply", lambda f: f(_history(A, A, A)[:-1], 3), expected=True,
+             hint="pick the assistant messages by their role, wherever they are: do not count positions"),
         Case("a bad reply breaks it", lambda f: f(_history(A, "Hmm, let me think.", A, A), 3), expected=False,
              hint="a reply that is not a usable action is not the same call"),
-        Case("a real Agent run: repeat", lambda f: f(_agent_history(REPEAT, 4), 3), expected=True),
-        Case("a real Agent run: price", lambda f: f(_agent_history(PRICE, 6), 3), expected=False),
-        Case("history is None", lambda f: f(None, 3), expected=False),
+        Case("a real Agent run: repeat", lambda f: f(_agent_history(REPEAT, 4), 3), expected=True,
+             hint="the Agent's history has the same shape: system, goal, then assistant and user turns"),
+        Case("a real Agent run: price", lambda f: f(_agent_history(PRICE, 6), 3), expected=False,
+             hint="the price run makes different calls: False"),
+        Case("history is None", lambda f: f(None, 3), expected=False,
+             hint="a history that is not a list counts as empty: False"),
         Case("junk messages", lambda f: f([None, 42, "text", {"role": "assistant"}], 2), expected=False,
              hint="skip anything that is not a dict with a str content"),
-        Case("limit 1", lambda f: f(_history(A), 1), raises=ValueError),
-        Case('limit "3"', lambda f: f(_history(A, A, A), "3"), raises=ValueError),
+        Case("limit 1", lambda f: f(_history(A), 1), raises=ValueError, hint=LIMIT_HINT),
+        Case('limit "3"', lambda f: f(_history(A, A, A), "3"), raises=ValueError, hint=LIMIT_HINT),
     ]),
     "06.3": Exercise("The step cap from the environment", [
-        Case("unset: the default", lambda f: _with_env(None, f), expected=6),
+        Case("unset: the default", lambda f: _with_env(None, f), expected=6, hint=DEFAULT_HINT),
+        Case("unset, default=10", lambda f: _with_env(None, lambda: f(default=10)), expected=10,
+             hint="return the default you were given, not a fixed 6"),
         Case('"12"', lambda f: _with_env("12", f), expected=12, hint="os.environ values are text: convert"),
-        Case('" 8\\n" (spaces around)', lambda f: _with_env(" 8\n", f), expected=8),
-        Case('"" (blank): the default', lambda f: _with_env("", f), expected=6),
+        Case('" 8\\n" (spaces around)', lambda f: _with_env(" 8\n", f), expected=8,
+             hint="strip the value before you look at it"),
+        Case('"" (blank): the default', lambda f: _with_env("", f), expected=6, hint=DEFAULT_HINT),
+        Case('"   " (only spaces)', lambda f: _with_env("   ", f), expected=6,
+             hint="strip first, then test for blank: '   ' means unset too"),
         Case('"0"', lambda f: _with_env("0", f), raises=ValueError, hint="a cap must be at least 1"),
-        Case('"ten"', lambda f: _with_env("ten", f), raises=ValueError),
-        Case('"2.5"', lambda f: _with_env("2.5", f), raises=ValueError),
+        Case('"ten"', lambda f: _with_env("ten", f), raises=ValueError,
+             hint="anything but the digits 0-9 raises ValueError"),
+        Case('"2.5"', lambda f: _with_env("2.5", f), raises=ValueError, hint="a cap is a whole number"),
+        Case('"+5"', lambda f: _with_env("+5", f), raises=ValueError,
+             hint="int() also reads '+5' and '1_000': check raw.isascii() and raw.isdigit() first"),
         Case("the message says what", lambda f: _error_text(f, "ten"), test=lambda got: VAR in got and "ten" in got,
              shows="names COURSE_MAX_STEPS and 'ten'", hint="name the variable and the bad value"),
+        Case('the message for "²"', lambda f: _error_text(f, "²"), test=lambda got: VAR in got and "²" in got,
+             shows="names COURSE_MAX_STEPS and '²'",
+             hint="'²'.isdigit() is True and int('²') fails with its own message: add raw.isascii()"),
     ]),
     "06.4": Exercise("Save a transcript, atomically", [
-        Case("returns the Path", lambda f: _in_temp(lambda: f(H, "run.json")), expected=Path("run.json")),
-        Case("reads back as the history", _saved_text, test=lambda got: json.loads(got) == H, shows="H, loaded"),
+        Case("returns the Path", lambda f: _in_temp(lambda: f(H, "run.json")), expected=Path("run.json"),
+             hint="return Path(path), also when path was given as a str"),
+        Case("reads back as the history", _saved_text, test=lambda got: json.loads(got) == H, shows="H, loaded",
+             hint="write json.dumps(history, ...) and nothing else into the file"),
         Case("Korean written as is", _saved_text, test=lambda got: "개당 $24" in got and "\\u" not in got,
              shows="개당 $24, no \\u escapes", hint="json.dumps(..., ensure_ascii=False), file in UTF-8"),
+        Case("indent=2: one value per line", _saved_text, test=lambda got: got.count("\n") > 3,
+             shows="many lines", hint="json.dumps(history, ensure_ascii=False, indent=2): readable for people"),
         Case("creates parent folders", lambda f: _in_temp(lambda: [f(H, "runs/06/run.json"),
              Path("runs/06/run.json").is_file()][-1]), expected=True, hint="Path.mkdir(parents=True, exist_ok=True)"),
         Case("replaces an old file", lambda f: _saved_text(f, old="old"), test=lambda got: json.loads(got) == H,
-             shows="H, loaded"),
+             shows="H, loaded", hint="os.replace moves the new file onto the old one"),
         Case("no temporary file left", lambda f: _in_temp(lambda: [f(H, "run.json"), f(H, "run.json"),
-             sorted(os.listdir("."))][-1]), expected=["run.json"]),
+             sorted(os.listdir("."))][-1]), expected=["run.json"],
+             hint="move the temporary file onto the target: nothing else may stay in the folder"),
         Case("os.replace, same folder", _replaced_in_same_folder, expected=True,
              hint="write a temporary file in the target's folder, then os.replace it onto the target"),
         Case("unsavable: old file kept", _failed_save, expected=("old", ["run.json"]),

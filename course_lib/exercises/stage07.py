@@ -8,7 +8,7 @@ from .. import default_tools
 from ..agent import Agent
 from ..checks import Case, Exercise
 from ..dispatch import Observation
-from ..models import SCENARIOS, ModelError, Reply, ScriptedModel
+from ..models import SCENARIOS, ModelError, Reply, ScriptedModel, ToolCall
 from ..parsing import parse_reply
 
 PRICE = SCENARIOS["price"]
@@ -43,6 +43,24 @@ def direct_twice(cls):
     return model.complete([{"role": "user", "content": "hi"}])
 
 
+def failing_call_recorded(cls) -> int:
+    """How many calls a 1-reply model records after two calls, the second of which finds the script empty."""
+    model = cls(["only reply"])
+    model.complete([{"role": "user", "content": "hi"}])
+    try:
+        model.complete([{"role": "user", "content": "hi"}])
+    except ModelError:
+        pass
+    return len(model.calls)
+
+
+def same_reply(cls) -> str:
+    """Whether complete() hands back the scripted reply object itself (here a Reply with a native tool call)."""
+    reply = Reply(tool_calls=(ToolCall("calculator", {"expression": "6*7"}, id="c1"),))
+    got = cls([reply]).complete([{"role": "user", "content": "6*7?"}])
+    return "the same object" if got is reply else f"another object: {type(got).__name__}"
+
+
 # ---- 07.2 recovery_script
 def recovery(f) -> dict:
     """What a run of the learner's script shows: stop reason, problems met, and whether it recovered."""
@@ -51,12 +69,15 @@ def recovery(f) -> dict:
     agent = run(model)
     done = runs(agent)
     first_error = next((i for i, r in enumerate(done) if r.observation.is_error), None)
+    unusable = [s.number for s in agent.trace if s.error and not s.runs and not s.error.startswith("model error")]
+    failed = [s.number for s in agent.trace if any(r.observation.is_error for r in s.runs)]
     return {"stop": agent.stop_reason, "answer": agent.answer or "", "left": model.remaining,
             "format_errors": sum(1 for s in agent.trace if s.error and not s.error.startswith("model error")),
             "tool_errors": sum(r.observation.is_error for r in done),
             "recovered": first_error is not None and any(not r.observation.is_error for r in done[first_error:]),
             "calc_168": any(r.tool == "calculator" and r.observation.content == "168" for r in done),
-            "all_text": isinstance(script, list) and all(isinstance(r, str) for r in script)}
+            "all_text": isinstance(script, list) and all(isinstance(r, str) for r in script),
+            "json_first": bool(unusable and failed and unusable[0] < failed[0])}
 
 
 # ---- 07.3 retrying_model
@@ -90,6 +111,17 @@ FAILED_TWICE = FAILED + [{"role": "assistant", "content": act("lookup", topic="u
                          {"role": "user", "content": error_obs("unit price")}]
 NO_LIST = FAILED[:-1] + [{"role": "user",
                           "content": "Observation: Error: lookup is missing required argument(s) 'topic'."}]
+CORRECTED = FAILED[:-1] + [{"role": "user", "content": "Your reply could not be used: no JSON object found."}]
+TOPICS = ["unit price", "refund policy", "shipping", "warranty", "support hours"]
+ALL_TRIED = history("cost", *[text for topic in ["cost"] + TOPICS
+                              for text in (act("lookup", topic=topic), error_obs(topic))])
+
+
+def untouched(f) -> str:
+    """Whether the learner's model leaves the messages it is given as they were."""
+    messages = copy.deepcopy(FAILED)
+    f(messages)
+    return "unchanged" if messages == FAILED else "changed"
 
 
 # ---- 07.4 test_agent: agents with one bug each; a good test fails on every one of them
@@ -112,6 +144,17 @@ class IgnoresStepCap(Agent):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.max_steps = 1000
+
+
+class StopsOneStepEarly(Agent):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.max_steps -= 1
+
+
+class IgnoresFinish(Agent):
+    def _finish(self, step, answer):
+        self._add("user", "Observation: (finish ignored)")   # the bug: the run goes on after a finish
 
 
 class OneStepTooMany(Agent):
@@ -139,6 +182,8 @@ def verdict(test, agent_class) -> str:
     return "passes"
 
 
+GIVE_UP = "finish: I could not find it."
+
 EXERCISES = {
     "07.1": Exercise("A scripted model of your own", [
         Case("price script: the answer", lambda Q: run(Q(PRICE["replies"])).answer, expected=PRICE_ANSWER,
@@ -149,18 +194,26 @@ EXERCISES = {
              hint="when no reply is left, raise ModelError (the agent catches only that)"),
         Case("call 2 of a 1-reply script", direct_twice, raises=ModelError,
              hint="raise ModelError once the replies are used up"),
+        Case("the failing call is recorded", failing_call_recorded, test=lambda n: n == 2, shows="2 calls recorded",
+             hint="append the copy of messages first, then check whether a reply is left: every call counts"),
+        Case("a reply comes back unchanged", same_reply, expected="the same object",
+             hint="return self.replies[i] as it is: no str() or Reply(...) around it"),
         Case("replies from a generator", lambda Q: run(Q(r for r in PRICE["replies"])).stop_reason,
              expected="finish", hint="turn replies into a list in __init__: list(replies)"),
     ]),
     "07.2": Exercise("A script that exercises error recovery", [
         Case("the run finishes", lambda f: recovery(f)["stop"], expected="finish",
              hint="end with a finish reply within 6 steps"),
-        Case("answer mentions 168", lambda f: recovery(f)["answer"], test=lambda a: "168" in a, shows="contains 168"),
+        Case("answer mentions 168", lambda f: recovery(f)["answer"], test=lambda a: "168" in a, shows="contains 168",
+             hint="the answer of the finish reply must contain 168"),
         Case("unusable replies (bad JSON)", lambda f: recovery(f)["format_errors"], test=lambda n: n >= 1,
              shows="at least 1", hint="one reply must be broken JSON, e.g. a missing closing brace"),
         Case("failed tool calls", lambda f: recovery(f)["tool_errors"], test=lambda n: n >= 1, shows="at least 1",
              hint="call a tool with input it refuses: lookup an unknown topic, or 10/0"),
-        Case("a tool works after the failure", lambda f: recovery(f)["recovered"], expected=True),
+        Case("broken JSON comes first", lambda f: recovery(f)["json_first"], expected=True,
+             hint="keep the story's order: the broken JSON reply before the first failing tool call"),
+        Case("a tool works after the failure", lambda f: recovery(f)["recovered"], expected=True,
+             hint="after the failing call, make one that works, e.g. lookup of 단가"),
         Case("calculator returned 168", lambda f: recovery(f)["calc_168"], expected=True,
              hint="let the calculator compute 24*7"),
         Case("replies left unused", lambda f: recovery(f)["left"], expected=0,
@@ -170,28 +223,44 @@ EXERCISES = {
     ]),
     "07.3": Exercise("A model that reacts to the history", [
         Case("1st call: look up the goal", lambda f: ask(f, history("unit price")),
-             expected="lookup: unit price"),
+             expected="lookup: unit price",
+             hint="no lookup in the history yet: look up the content of the first user message"),
+        Case("goal with spaces around it", lambda f: ask(f, history("  warranty \n")), expected="lookup: warranty",
+             hint="strip the spaces around the goal before you look it up"),
         Case("a fact: finish with it", lambda f: ask(f, FACT), expected="finish: $24 per unit",
              hint="drop the 'Observation: ' prefix"),
         Case("an error: next known topic", lambda f: ask(f, FAILED), expected="lookup: unit price",
              hint="the English name only: the part before ' ('"),
         Case("skips topics already tried", lambda f: ask(f, FAILED_TWICE), expected="lookup: refund policy",
              hint="collect the topics of all earlier lookups in the history"),
-        Case("error, no topic list: give up", lambda f: ask(f, NO_LIST), expected="finish: I could not find it."),
-        Case("Agent, goal 'cost': answer", lambda f: run(f, "cost").answer, expected="$24 per unit"),
+        Case("every topic tried: give up", lambda f: ask(f, ALL_TRIED), expected=GIVE_UP,
+             hint="when every known topic has been looked up already, finish with 'I could not find it.'"),
+        Case("error, no topic list: give up", lambda f: ask(f, NO_LIST), expected=GIVE_UP,
+             hint="an error without 'Known topics: ' ends the search: finish with 'I could not find it.'"),
+        Case("not an observation: give up", lambda f: ask(f, CORRECTED), expected=GIVE_UP,
+             hint="finish with the fact only after a message that starts with 'Observation: ' and is no error"),
+        Case("messages are not changed", untouched, expected="unchanged",
+             hint="only read messages: no pop, append, sort or reverse on the agent's own history"),
+        Case("Agent, goal 'cost': answer", lambda f: run(f, "cost").answer, expected="$24 per unit",
+             hint="run it yourself: Agent(tools, retrying_model).run('cost'), then print agent.trace"),
         Case("Agent, goal 'cost': lookups", lambda f: [r.args.get("topic") for r in runs(run(f, "cost"))],
-             expected=["cost", "unit price"]),
+             expected=["cost", "unit price"], hint="first the goal, then the first known topic not tried yet"),
     ]),
     "07.4": Exercise("A test that catches agent bugs", [
         Case("course_lib's Agent", lambda t: verdict(t, Agent), expected="passes",
              hint="your test fails on a correct agent: print agent.trace to see why"),
-        Case("bug: tool errors crash the run", lambda t: verdict(t, CrashesOnToolErrors), expected="fails"),
+        Case("bug: tool errors crash the run", lambda t: verdict(t, CrashesOnToolErrors), expected="fails",
+             hint="run the 10/0 script with agent_class and let any exception through (no try/except)"),
         Case("bug: errors not flagged", lambda t: verdict(t, HidesToolErrors), expected="fails",
              hint="assert the observation's is_error"),
+        Case("bug: finish is ignored", lambda t: verdict(t, IgnoresFinish), expected="fails",
+             hint="in (a), also assert stop_reason == 'finish' after the tool error"),
         Case("bug: no step cap", lambda t: verdict(t, IgnoresStepCap), expected="fails",
              hint="assert stop_reason == 'max_steps'"),
         Case("bug: one step too many", lambda t: verdict(t, OneStepTooMany), expected="fails",
              hint="assert the exact number of steps"),
+        Case("bug: one step too few", lambda t: verdict(t, StopsOneStepEarly), expected="fails",
+             hint="assert agent.steps == 3 exactly: stopping early is a bug too, so not <= 3"),
         Case("bug: model errors hidden", lambda t: verdict(t, SwallowsModelErrors), expected="fails",
              hint="assert stop_reason == 'model_error' when the script runs out"),
     ]),
