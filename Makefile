@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 export PYTHONHASHSEED := 0
 
 .PHONY: lab test demo doctor bench execute exercises clean-venv
@@ -13,11 +14,16 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The tests also need nbgrader (tests/test_nbgrader.py grades with it); a learner's `make lab` does not.
+$(TEST_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,nbgrader]'
+	touch $(TEST_STAMP)
+
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/00_welcome.ipynb $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-test: $(STAMP)
-	$(BIN)/python -m pytest
+test: $(TEST_STAMP)
+	$(BIN)/python -m pytest -n auto --dist loadscope
 
 execute: $(STAMP)
 	$(BIN)/python scripts/execute.py

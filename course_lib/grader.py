@@ -240,7 +240,8 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
                              kernel_name="python3", allow_errors=True, interrupt_on_timeout=True,
                              error_on_timeout={"ename": "TimeoutError",
                                                "evalue": f"the cell ran longer than {timeout} s"},
-                             resources={"metadata": {"path": str(scratch / "work")}})
+                             resources={"metadata": {"path": str(scratch / "work")}},
+                             shutdown_kernel="immediate")   # nothing to save: a stuck kernel is not waited for
     client.statuses, notes, reason, judged = {}, [], "", None
     try:
         with client.setup_kernel(env=_environment(scratch), cwd=str(scratch / "work")):
@@ -252,7 +253,7 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
                         _silent(client, "", timeout, _expression(RESET))
                     client.execute_cell(cell, index)
                     if client.statuses.get(index, ("",))[0] == "error" and client.statuses[index][1] == "TimeoutError":
-                        if not _silent(client, "pass", 10):   # still stuck after the interrupt: stop here
+                        if not _silent(client, "pass", 5):   # still stuck after the interrupt: stop here
                             reason = f"the kernel was still busy {timeout} s after a cell was interrupted"
                             break
                 if not reason:
