@@ -120,7 +120,9 @@ def tamper(nb, how: str):
     elif how == "markdown":
         nb.cells[nb.cells.index(hidden)] = nbformat.v4.new_markdown_cell(hidden.source)
     elif how == "duplicated":
-        nb.cells.insert(nb.cells.index(hidden), copy.deepcopy(hidden))
+        twin = copy.deepcopy(hidden)
+        twin.id = "twin-of-hidden"
+        nb.cells.insert(nb.cells.index(hidden), twin)
     elif how == "untagged answer":
         cell(nb, "ex04_1").metadata["nbgrader"]["solution"] = False
 
