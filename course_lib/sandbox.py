@@ -17,6 +17,7 @@ is wrapped accordingly.
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -45,11 +46,29 @@ def isolation() -> str:
     return "none"
 
 
+def _needed() -> list[Path]:
+    """What the kernel must still see: the course folder, Python and every folder on its import path."""
+    import sys
+    folders = {Path(__file__).resolve().parent.parent, Path(sys.prefix), Path(sys.base_prefix),
+               Path(sys.executable).resolve().parent.parent}
+    folders |= {Path(p).resolve() for p in sys.path if p and Path(p).is_dir()}
+    kept: list[Path] = []
+    for folder in sorted(folders, key=lambda f: len(f.parts)):   # a parent covers its children
+        if not any(folder.is_relative_to(k) for k in kept):
+            kept.append(folder)
+    return kept
+
+
 def wrapper(level: str, scratch: Path, hidden: list[Path]) -> list[str]:
     """The command prefix that starts a program inside the sandbox of ``level``."""
     if level == "bubblewrap":
-        command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp",
-                   "--tmpfs", "/var/tmp", "--tmpfs", "/dev/shm"]
+        command = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        emptied = ("/tmp", "/var/tmp", "/dev/shm")
+        for folder in emptied:
+            command += ["--tmpfs", folder]
+        for folder in _needed():   # the course, Python and its packages may live under /tmp: put them back
+            if str(folder).startswith(tuple(f + "/" for f in emptied)):
+                command += ["--ro-bind", str(folder), str(folder)]
         for folder in hidden:   # an empty folder where the solutions were
             if folder.is_dir():
                 command += ["--tmpfs", str(folder)]
@@ -69,8 +88,9 @@ def kernel_manager(level: str, scratch: Path, hidden: list[Path]):
             return wrapper(level, scratch, hidden) + super().format_kernel_cmd(extra_arguments)
 
     (scratch / "kernel").mkdir(parents=True, exist_ok=True)
-    manager = SandboxedKernelManager(kernel_name="python3", transport="ipc", ip=str(scratch / "kernel" / "ipc"),
-                                     connection_file=str(scratch / "kernel" / "connection.json"))
+    sockets = {"transport": "ipc", "ip": str(scratch / "kernel" / "ipc")} if os.name != "nt" else {}   # no ipc there
+    manager = SandboxedKernelManager(kernel_name="python3", connection_file=str(scratch / "kernel" / "connection.json"),
+                                     **sockets)
     # A signal would reach the sandbox's own process, not the kernel inside it: interrupt by message instead.
     manager.kernel_spec.interrupt_mode = "message"
     return manager
