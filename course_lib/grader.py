@@ -25,6 +25,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,7 @@ from . import sandbox
 from .grading import ROOT, SOLUTION, _grade_id, _stub
 
 CHECK_CALL = re.compile(r"""check\(\s*["'](\d\d\.\d+)["']\s*,\s*([A-Za-z_]\w*)""")
+MAX_NOTEBOOK_BYTES = 50_000_000   # a submission larger than this is not read at all
 OUTPUT_CAP = 2_000_000   # characters of output kept per notebook; the rest is dropped, and the report says so
 RESET = """\
 import sys, threading, IPython
@@ -145,6 +147,11 @@ def assemble(trusted, submission) -> tuple[object, dict[str, list[str]], list[st
             tamper.setdefault(exercise, []).append(f"cell '{gid}' {problem}")
         if meta.get("solution"):   # the only cells the submission decides
             source = theirs[0].source if theirs and not problem else SOLUTION.sub(_stub, cell.source)
+            why = refusal(source, _exercise_of(gid)[:2]) if theirs and not problem else None
+            if why:   # not run at all: the stub stands in for it
+                tamper.setdefault(exercise, []).append(
+                    f"refused: answer cell '{gid}' was not run because {why} (see the notebook's note on imports)")
+                source = SOLUTION.sub(_stub, cell.source)
         else:
             source = cell.source
         cells.append(_copy(cell, source))
@@ -160,6 +167,61 @@ def assemble(trusted, submission) -> tuple[object, dict[str, list[str]], list[st
         notes.append(f"locked cell(s) {', '.join(sorted(edited))} were edited; the originals were run")
     nb = nbformat.v4.new_notebook(cells=cells, metadata=trusted.metadata)
     return nb, tamper, notes
+
+
+# What no answer in this course needs, and what a submission would use to reach the grader's machinery inside
+# the kernel (its frames, IPython's classes, imported modules, other processes). A static check, so it can be
+# fooled by enough cleverness; with the sandbox and the judge it leaves little room. The reason names the use.
+_MODULES = {"sys", "gc", "ctypes", "subprocess", "signal", "importlib", "builtins", "IPython", "ipykernel",
+            "multiprocessing", "_thread", "threading", "atexit", "code", "codeop", "pdb", "bdb", "trace",
+            "faulthandler", "pty", "socket", "marshal", "jupyter_client", "zmq", "asyncio", "nbclient"}
+_NAMES = {"get_ipython", "__import__", "eval", "exec", "compile", "globals", "vars", "locals", "breakpoint",
+          "setattr", "delattr", "__builtins__"}
+_ATTRIBUTES = {"_getframe", "currentframe", "stack", "getouterframes", "f_back", "f_locals", "f_globals",
+               "f_builtins", "tb_frame", "gi_frame", "cr_frame", "modules", "kill", "killpg", "_exit", "system",
+               "fork", "popen", "putenv"}
+_DUNDERS = {"__name__", "__doc__", "__qualname__", "__init__", "__call__", "__len__", "__iter__", "__eq__",
+            "__repr__", "__str__", "__hash__"}
+
+
+STAGE_MODULES = {"01": ("course_lib.tools",), "02": ("course_lib.registry",), "03": ("course_lib.describe",),
+                 "04": ("course_lib.parsing",), "05": ("course_lib.dispatch",), "06": ("course_lib.agent",),
+                 "07": ("course_lib.models.scripted", "course_lib.models"),
+                 "08": ("course_lib.models.anthropic", "course_lib.models.openai", "course_lib.models")}
+
+
+def refusal(source: str, stage: str = "") -> str | None:
+    """Why an answer cell is refused before it runs, or None. Besides the interpreter's machinery, an answer may
+    not import the finished version of its own stage (``course_lib`` itself re-exports it too): wrapping it is
+    no more one's own work than re-exporting it."""
+    import ast
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None   # it will fail on its own, with Python's message
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            bad = [n for n in names if n.split(".")[0] in _MODULES]
+            if bad:
+                return f"it imports {bad[0]}"
+            finished = [n for n in names if n == "course_lib" or n in STAGE_MODULES.get(stage, ())]
+            if finished:
+                return f"it imports {finished[0]}, the finished version of this stage"
+        elif isinstance(node, ast.Name) and node.id in _NAMES:
+            return f"it uses {node.id}"
+        elif isinstance(node, ast.Attribute) and (node.attr in _ATTRIBUTES or node.attr.startswith(("exec", "spawn"))
+                                                  or node.attr.startswith("__") and node.attr not in _DUNDERS):
+            return f"it uses .{node.attr}"
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
+            targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+            for target in targets:
+                base = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
+                while isinstance(base, (ast.Attribute, ast.Subscript)):
+                    base = base.value
+                if isinstance(target, ast.Attribute) and not (isinstance(base, ast.Name) and base.id in ("self", "cls")):
+                    return f"it changes {ast.unparse(target)}, which it did not create"
+    return None
 
 
 def _copy(cell, source: str):
@@ -289,7 +351,7 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
         failing = [row for row in result.get("cases", []) if not row.get("ok")]
         answer, hidden = status(prefix), status(prefix + "_hidden")
         if exercise in tamper:
-            detail = "tampering: " + "; ".join(tamper[exercise])
+            detail = "; ".join(t if t.startswith("refused") else "tampering: " + t for t in tamper[exercise])
         elif answer[1] == "TimeoutError":
             detail = f"your answer cell was stopped: {answer[2]}"
         elif not seen.get("defined"):
@@ -329,6 +391,11 @@ def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level:
     level = level or sandbox.isolation()
     result = Grade(str(notebook), stage, [], isolation=sandbox.DESCRIPTIONS[level])
     try:
+        info = Path(notebook).stat()   # before opening: a FIFO or a device would block or never end
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("it is not a regular file")
+        if info.st_size > MAX_NOTEBOOK_BYTES:
+            raise ValueError(f"{info.st_size:,} bytes, over the {MAX_NOTEBOOK_BYTES:,}-byte limit")
         submission = nbformat.read(Path(notebook), as_version=4)
     except Exception as e:   # missing, not JSON, not a notebook
         result.reason = f"cannot read it as a notebook ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
@@ -368,18 +435,31 @@ def grade_all(notebooks: list[str], stage: str, *, solutions_dir=None, timeout: 
     work = [(n, stage, solutions_dir, timeout) for n in notebooks]
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(_grade_safely, item): i for i, item in enumerate(work)}
+        lost = []
         for future in as_completed(futures):
             i = futures[future]
             try:
                 grade_, problem = future.result()
-            except Exception as e:   # the worker process itself died
-                grade_, problem = None, f"{notebooks[i]}: the grader's worker failed ({type(e).__name__}: {e})"
-            if problem:
-                problems.append(problem)
-            grades[i] = grade_
-            if on_done:
-                on_done(i, grade_, problem)
+            except Exception:   # a worker process died: it takes its pool down, so those are graded again
+                lost.append(i)
+                continue
+            _record(i, grade_, problem, grades, problems, on_done)
+    for i in sorted(lost):   # alone, each in a fresh process
+        with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+            try:
+                grade_, problem = pool.submit(_grade_safely, work[i]).result()
+            except Exception as e:
+                grade_, problem = None, f"{notebooks[i]}: the grader's worker died ({type(e).__name__})"
+        _record(i, grade_, problem, grades, problems, on_done)
     return [g for g in grades if g is not None], problems
+
+
+def _record(i, grade_, problem, grades, problems, on_done) -> None:
+    if problem:
+        problems.append(problem)
+    grades[i] = grade_
+    if on_done:
+        on_done(i, grade_, problem)
 
 
 # -- 4. the command ---------------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 ``isolation()`` picks the strongest level that works here, once:
 
-- ``"bubblewrap"`` (the ``bwrap`` command, Debian/Ubuntu package ``bubblewrap``): no network at all (a network
-  namespace whose only interface is down), the whole file system read-only, ``/tmp`` and ``/dev/shm``
+- ``"bubblewrap"`` (the ``bwrap`` command 0.8 or newer, Debian/Ubuntu package ``bubblewrap``): an unprivileged
+  user with no capabilities, alone in its own process tree, no network at all, the whole file system read-only, ``/tmp`` and ``/dev/shm``
   empty and thrown away afterwards, the solution folders and the checkout's ``.git`` replaced by empty
   folders, and one writable scratch folder that is deleted after grading;
 - ``"unshare"`` (util-linux, no privileges needed where user namespaces are allowed): no network; files are
@@ -23,10 +23,19 @@ import subprocess
 from pathlib import Path
 
 DESCRIPTIONS = {
-    "bubblewrap": "isolated with bubblewrap: no network, read-only files, solutions hidden, a scratch folder only",
+    "bubblewrap": "isolated with bubblewrap: an unprivileged user alone in its own process tree, no network, "
+                  "read-only files, solutions hidden, a scratch folder only",
     "unshare": "network isolated with unshare; files NOT isolated (install bubblewrap for that)",
     "none": "NOT isolated: the notebook ran with your network and files (install bubblewrap to isolate it)",
 }
+
+
+# Nobody, with no capabilities, alone: its own user (no root, so no mounting, unmounting or nsenter), its own
+# process tree (it sees no other kernel and no grader, and nothing outlives it), no network, and no way to
+# make new user namespaces. The kernel's parent is then PID 1 of that tree, so ipykernel must not watch it.
+CONFINE = ["--unshare-user", "--uid", "65534", "--gid", "65534", "--cap-drop", "ALL", "--disable-userns",
+           "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--unshare-net",
+           "--setenv", "JPY_PARENT_PID", "1"]
 
 
 def _runs(command: list[str]) -> bool:
@@ -39,7 +48,7 @@ def _runs(command: list[str]) -> bool:
 @functools.cache
 def isolation() -> str:
     """The strongest sandbox that actually works on this machine (tried once per process)."""
-    if shutil.which("bwrap") and _runs(["bwrap", "--ro-bind", "/", "/", "--unshare-net", "--"]):
+    if shutil.which("bwrap") and _runs(["bwrap", "--ro-bind", "/", "/", "--proc", "/proc", *CONFINE, "--"]):
         return "bubblewrap"
     if shutil.which("unshare") and _runs(["unshare", "-rn", "--"]):
         return "unshare"
@@ -72,8 +81,8 @@ def wrapper(level: str, scratch: Path, hidden: list[Path]) -> list[str]:
         for folder in hidden:   # an empty folder where the solutions were
             if folder.is_dir():
                 command += ["--tmpfs", str(folder)]
-        return command + ["--bind", str(scratch), str(scratch), "--unshare-net",
-                          "--die-with-parent", "--new-session", "--chdir", str(scratch / "work"), "--"]
+        return command + ["--bind", str(scratch), str(scratch), *CONFINE, "--die-with-parent", "--new-session",
+                          "--chdir", str(scratch / "work"), "--"]
     if level == "unshare":
         return ["unshare", "-rn", "--"]
     return []

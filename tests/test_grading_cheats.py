@@ -105,7 +105,8 @@ def tricks(tmp_path_factory):
 def test_a_trick_in_an_answer_cell_changes_nothing(tricks, name):
     g = tricks[name]
     assert not g.passed and all(not e.passed for e in g.exercises), g.as_dict()
-    assert by_exercise(g)["04.1"].detail in ("not implemented yet",) or "cases passed" in by_exercise(g)["04.1"].detail
+    detail = by_exercise(g)["04.1"].detail   # refused before it ran, or ran and changed nothing
+    assert detail.startswith("refused:") or detail == "not implemented yet" or "cases passed" in detail
 
 
 # -- the locked cells are the grader's ----------------------------------------------------------------------------
@@ -160,36 +161,22 @@ def test_a_reexported_finished_version_is_not_a_solution(tmp_path):
     cell(nb, "ex04_3").source = "from course_lib.parsing import parse_reply as parse_action\n"
     g = grade(save(nb, tmp_path, "reexport"), STAGE, timeout=30)
     ex = by_exercise(g)["04.3"]
-    assert not ex.passed and "course_lib's finished version" in ex.detail
+    assert not ex.passed and "imports course_lib.parsing, the finished version of this stage" in ex.detail
 
 
 # -- isolation ---------------------------------------------------------------------------------------------------
 @needs_full
 def test_the_solutions_and_git_history_are_out_of_reach(tmp_path):
-    """Read the reference answer from solutions/ or from git, and exec it: it must not be there to read."""
-    nb = load(EXERCISE)
-    answer(nb, "ex04_1", """
-import json, pathlib, subprocess, course_lib
-root = pathlib.Path(course_lib.__file__).parent.parent
-name = "solutions/04_parsing_replies_exercises.ipynb"
-texts = []
-try:
-    texts.append((root / name).read_text())
-except OSError:
-    pass
-shown = subprocess.run(["git", "-C", str(root), "show", "HEAD:" + name], capture_output=True, text=True)
-texts.append(shown.stdout)
-for text in texts:
-    try:
-        cells = json.loads(text)["cells"]
-    except ValueError:
-        continue
-    for c in cells:
-        if c["metadata"].get("nbgrader", {}).get("grade_id") == "ex04_1":
-            exec("".join(c["source"]))
-""")
-    g = grade(save(nb, tmp_path, "reader"), STAGE, timeout=30)
-    assert by_exercise(g)["04.1"].detail == "not implemented yet"   # the stub is all it had
+    """What a kernel sees where the solutions and the git history were: empty folders."""
+    scratch = tmp_path / "scratch"
+    (scratch / "work").mkdir(parents=True)
+    probe = ("import os, subprocess\n"
+             f"print(os.listdir({str(ROOT / 'solutions')!r}), os.path.exists({str(ROOT / '.git' / 'HEAD')!r}),\n"
+             f"      subprocess.run(['git', '-C', {str(ROOT)!r}, 'show', 'HEAD:solutions'], capture_output=True).returncode)")
+    hidden = [ROOT / "solutions", ROOT / ".git"]
+    command = sandbox.wrapper("bubblewrap", scratch, hidden) + [sys.executable, "-c", probe]
+    seen = subprocess.run(command, capture_output=True, text=True, timeout=60).stdout.split()
+    assert seen[:2] == ["[]", "False"] and seen[2] != "0"
     assert (ROOT / "solutions" / SOLUTION.name).exists()   # while the file is right there, outside the sandbox
 
 
@@ -260,7 +247,8 @@ def test_one_batch_with_every_kind_of_failure_grades_the_honest_one(tmp_path):
         return nb
     honest = save(load(SOLUTION), tmp_path, "honest")
     batch = {
-        "dead": save(exercise_with("import os\nos._exit(0)"), tmp_path, "dead"),
+        # getattr with a built string gets past the static refusal: the sandbox and the batch must hold anyway
+        "dead": save(exercise_with("import os\ngetattr(os, '_ex' + 'it')(0)"), tmp_path, "dead"),
         "endless": save(exercise_with("while True:\n    pass"), tmp_path, "endless"),
         "stubborn": save(exercise_with("import time\nwhile True:\n    try:\n        time.sleep(60)\n"
                                        "    except BaseException:\n        pass"), tmp_path, "stubborn"),
@@ -349,3 +337,73 @@ def test_the_scratch_folder_is_deleted_afterwards(tmp_path, monkeypatch):
     answer(nb, "ex04_1", "open('left-behind.txt', 'w').write('x')")
     grade(save(nb, tmp_path, "scratch"), STAGE, timeout=30)
     assert len(made) == 1 and Path(made[0]).name.startswith("course-grade-") and not Path(made[0]).exists()
+
+
+# -- found by a red-team review: the sandbox itself, and answers that reach into the interpreter ---------------
+@needs_full
+def test_inside_the_sandbox_nobody_has_no_capabilities_sees_no_other_process_and_cannot_unshare(tmp_path):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(5)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    scratch = tmp_path / "scratch"
+    (scratch / "work").mkdir(parents=True)
+    probe = ("import os, subprocess, json\n"
+             "status = open('/proc/self/status').read()\n"
+             "caps = int(status.split('CapEff:')[1].split()[0], 16)\n"
+             "pids = [p for p in os.listdir('/proc') if p.isdigit()]\n"
+             "escape = subprocess.run(['unshare', '-m', 'true'], capture_output=True).returncode\n"
+             "import socket\n"
+             f"reached = socket.socket().connect_ex(('127.0.0.1', {port}))\n"
+             "print(json.dumps({'uid': os.getuid(), 'caps': caps, 'pids': len(pids), 'escape': escape,\n"
+             "                  'parent': os.getppid(), 'reached': reached}))\n")
+    command = sandbox.wrapper("bubblewrap", scratch, [ROOT / "solutions"]) + [sys.executable, "-c", probe]
+    seen = json.loads(subprocess.run(command, capture_output=True, text=True, timeout=60).stdout)
+    assert seen["uid"] == 65534 and seen["caps"] == 0 and seen["escape"] != 0
+    assert seen["pids"] <= 3 and seen["parent"] == 1   # bwrap's own init and this process: no grader, no kernel
+    assert seen["reached"] != 0
+    with pytest.raises(socket.timeout):
+        listener.accept()
+    listener.close()
+
+
+REACHING_IN = {
+    "patching IPython's class": "type(get_ipython()).run_code = lambda *a, **k: False",
+    "patching an imported module": "import json as _j\n_j.dumps = lambda *a, **k: '{}'",
+    "frames": "import sys\nsys._getframe(1).f_locals['x'] = 1",
+    "another process": "import os\nos.kill(os.getppid(), 9)",
+    "the finished version, wrapped": "from course_lib.parsing import parse_reply\n"
+                                     "def validate_action(data):\n    return None if parse_reply('{}').ok else 'x'",
+    "the builtins": "import builtins\nbuiltins.print = None",
+    "dunder access": "x = ().__class__.__base__.__subclasses__()",
+}
+
+
+@pytest.mark.parametrize("name", list(REACHING_IN))
+def test_an_answer_that_reaches_into_the_interpreter_is_refused_before_it_runs(tmp_path, name):
+    nb = load(SOLUTION)   # solved: only the refusal can fail it
+    answer(nb, "ex04_1", REACHING_IN[name])
+    g = grade(save(nb, tmp_path, "reach"), STAGE, timeout=30)
+    ex = by_exercise(g)
+    assert not ex["04.1"].passed and ex["04.1"].detail.startswith("refused: answer cell 'ex04_1' was not run")
+    assert ex["04.2"].passed
+
+
+def test_the_refusal_does_not_touch_honest_answers():
+    from course_lib.grader import refusal
+    for path in sorted((ROOT / "solutions").glob("*_exercises.ipynb")):
+        for c in load(path).cells:
+            if c.get("metadata", {}).get("nbgrader", {}).get("solution"):
+                assert refusal(c.source, path.name[:2]) is None, (path.name, c.source[:80])
+
+
+def test_a_fifo_or_a_device_is_not_read(tmp_path):
+    import os
+    fifo = tmp_path / "fifo.ipynb"
+    os.mkfifo(fifo)
+    device = tmp_path / "zero.ipynb"
+    device.symlink_to("/dev/zero")
+    for path in (fifo, device):
+        g = grade(str(path), STAGE, timeout=30)
+        assert "not a regular file" in g.reason and not g.passed
