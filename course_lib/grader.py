@@ -27,6 +27,7 @@ import re
 import shutil
 import stat
 import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -46,6 +47,11 @@ for hooks in ip.events.callbacks.values():   # keep IPython's and the kernel's o
                 ("IPython", "ipykernel", "matplotlib", "matplotlib_inline")]
 ip.ast_transformers[:] = []
 ip.input_transformers_post[:] = []
+from IPython.core.inputtransformer2 import TransformerManager
+ip.input_transformer_manager = TransformerManager()   # cleanup, line and token transformers as IPython made them
+for formatter in ip.display_formatter.formatters.values():   # printers registered for str, dict, ...
+    formatter.type_printers.clear(); formatter.deferred_printers.clear()
+    formatter.singleton_printers.clear()
 sys.settrace(None); sys.setprofile(None); sys.excepthook = sys.__excepthook__
 threading.settrace(None); threading.setprofile(None)
 result = "reset"
@@ -176,10 +182,12 @@ _MODULES = {"sys", "gc", "ctypes", "subprocess", "signal", "importlib", "builtin
             "multiprocessing", "_thread", "threading", "atexit", "code", "codeop", "pdb", "bdb", "trace",
             "faulthandler", "pty", "socket", "marshal", "jupyter_client", "zmq", "asyncio", "nbclient"}
 _NAMES = {"get_ipython", "__import__", "eval", "exec", "compile", "globals", "vars", "locals", "breakpoint",
-          "setattr", "delattr", "__builtins__"}
+          "setattr", "delattr", "__builtins__", "hasattr"}
 _ATTRIBUTES = {"_getframe", "currentframe", "stack", "getouterframes", "f_back", "f_locals", "f_globals",
                "f_builtins", "tb_frame", "gi_frame", "cr_frame", "modules", "kill", "killpg", "_exit", "system",
-               "fork", "popen", "putenv"}
+               "fork", "popen", "putenv", "display_formatter", "for_type", "user_ns", "run_cell", "run_code",
+               "events", "formatters", "input_transformer_manager", "input_transformers_cleanup",
+               "input_transformers_post", "ast_transformers", "shell", "kernel"}
 _DUNDERS = {"__name__", "__doc__", "__qualname__", "__init__", "__call__", "__len__", "__iter__", "__eq__",
             "__repr__", "__str__", "__hash__"}
 
@@ -210,6 +218,14 @@ def refusal(source: str, stage: str = "") -> str | None:
                 return f"it imports {finished[0]}, the finished version of this stage"
         elif isinstance(node, ast.Name) and node.id in _NAMES:
             return f"it uses {node.id}"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and not (
+                len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+                and (not node.args[1].value.startswith("_") or node.args[1].value in _DUNDERS)):
+            return "it uses getattr with a name that is not a plain string"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
+                re.fullmatch(r"\w+", node.value) and "__" in node.value and node.value not in _DUNDERS   # "_self__"
+                or set(re.findall(r"__\w+__", node.value)) - _DUNDERS):
+            return "it spells a dunder name in a string"
         elif isinstance(node, ast.Attribute) and (node.attr in _ATTRIBUTES or node.attr.startswith(("exec", "spawn"))
                                                   or node.attr.startswith("__") and node.attr not in _DUNDERS):
             return f"it uses .{node.attr}"
@@ -292,6 +308,27 @@ def _silent(client, code: str, timeout: float, expression: str | None = None) ->
     return (reply or {}).get("content", {})
 
 
+def _trusted_shape(data: dict, stage: str, candidates: dict) -> dict | None:
+    """The judge's answer, only if it has exactly the shape the grader expects: for every exercise, one row per
+    case of the trusted case table, with its label, in order. Anything else is None (the notebook fails)."""
+    from .checks import exercise as trusted_exercise
+    try:
+        found = json.loads(ast.literal_eval(data["data"]["text/plain"]))
+        assert isinstance(found, dict) and set(found) == set(candidates)
+        for ex, seen in found.items():
+            assert isinstance(seen, dict) and isinstance(seen.get("defined"), bool)
+            result = seen.get("result")
+            if result is None:
+                continue
+            labels = [c.label for c in trusted_exercise(ex).cases]
+            rows = result.get("cases")
+            assert isinstance(rows, list) and all(isinstance(r, dict) for r in rows)
+            assert result.get("not_implemented") or result.get("error") or [r.get("label") for r in rows] == labels
+        return found
+    except Exception:
+        return None
+
+
 def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str, hidden: list[Path]):
     """Execute the assembled notebook; return (cell statuses, judge results, notes, reason)."""
     from nbclient.exceptions import DeadKernelError
@@ -305,12 +342,16 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
                              resources={"metadata": {"path": str(scratch / "work")}},
                              shutdown_kernel="immediate")   # nothing to save: a stuck kernel is not waited for
     client.statuses, notes, reason, judged = {}, [], "", None
+    deadline = time.monotonic() + 4 * timeout + 30   # all cells together: a notebook cannot stretch forever
     try:
         with client.setup_kernel(env=_environment(scratch), cwd=str(scratch / "work")):
             try:
                 for index, cell in enumerate(nb.cells):
                     if cell.cell_type != "code":
                         continue
+                    if time.monotonic() > deadline:
+                        reason = f"the notebook ran longer than {4 * timeout + 30} s in all"
+                        break
                     if not _nbgrader(cell).get("solution"):   # a trusted cell: undo hooks first
                         _silent(client, "", timeout, _expression(RESET))
                     client.execute_cell(cell, index)
@@ -323,7 +364,9 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
                     reply = _silent(client, "", timeout, _expression(judge_source))
                     data = reply.get("user_expressions", {}).get("r", {})
                     if data.get("status") == "ok":
-                        judged = json.loads(ast.literal_eval(data["data"]["text/plain"]))
+                        judged = _trusted_shape(data, stage, candidates)
+                        if judged is None:
+                            reason = "the grader's own check came back in a shape it did not send (tampering)"
                     else:
                         reason = f"the grader's own check could not run ({data.get('ename')}: {data.get('evalue')})"
             except DeadKernelError:
@@ -380,7 +423,8 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
     return grades
 
 
-def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level: str | None = None) -> Grade:
+def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level: str | None = None,
+          hide=()) -> Grade:
     """Grade one submission of ``stage``. A student's problem is a failed Grade; a grader problem raises
     GraderError."""
     import nbformat
@@ -403,6 +447,8 @@ def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level:
         return result
     nb, tamper, result.notes = assemble(trusted, submission)
     hidden = [trusted_path.parent.resolve(), (ROOT / "solutions").resolve(), (ROOT / ".git").resolve()]
+    needed = sandbox._needed()   # the submissions' folders too (no copying a classmate), unless Python is in them
+    hidden += [d for d in map(Path, hide) if not any(n.is_relative_to(d) for n in needed)]
     statuses, judged, notes, result.reason = run(nb, stage, candidates, timeout=timeout, level=level,
                                                   hidden=hidden)
     result.notes += notes
@@ -417,11 +463,14 @@ def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level:
 
 
 def _grade_safely(args) -> tuple[Grade | None, str | None]:
-    notebook, stage, solutions_dir, timeout = args
+    notebook, stage, solutions_dir, timeout, hide = args
     try:
-        return grade(notebook, stage, solutions_dir=solutions_dir, timeout=timeout), None
+        return grade(notebook, stage, solutions_dir=solutions_dir, timeout=timeout, hide=hide), None
     except GraderError as e:
         return None, str(e)
+    except Exception as e:   # fail closed: whatever a submission caused, it fails that notebook, not the batch
+        result = Grade(str(notebook), stage, [], reason=f"grading stopped ({type(e).__name__}: {e})"[:300])
+        return result, None
 
 
 def grade_all(notebooks: list[str], stage: str, *, solutions_dir=None, timeout: int = 60, jobs: int = 2,
@@ -432,7 +481,8 @@ def grade_all(notebooks: list[str], stage: str, *, solutions_dir=None, timeout: 
     solution_for(stage, solutions_dir)   # fail early, as a grader error, when the stage has no solution
     grades: list[Grade | None] = [None] * len(notebooks)
     problems: list[str] = []
-    work = [(n, stage, solutions_dir, timeout) for n in notebooks]
+    folders = sorted({str(Path(n).resolve().parent) for n in notebooks})
+    work = [(n, stage, solutions_dir, timeout, folders) for n in notebooks]
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(_grade_safely, item): i for i, item in enumerate(work)}
         lost = []
@@ -472,7 +522,17 @@ def _shown(path: str) -> str:
     return str(path) if shown.startswith("..") else shown
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _lines(g: Grade) -> list[str]:
+    """The report of one notebook, with control characters (terminal escapes a submission could plant) shown as
+    \\x.. escapes instead of being sent to the instructor's terminal."""
+    lines = [_CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", line) for line in _report(g)]
+    return lines
+
+
+def _report(g: Grade) -> list[str]:
     lines = [f"    note: {n}" for n in g.notes] + ([f"    NOT GRADED: {g.reason}"] if g.reason else [])
     for ex in g.exercises:
         lines.append(f"    {'✓' if ex.passed else '✗'} {ex.exercise}  {ex.detail}")

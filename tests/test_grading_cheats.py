@@ -247,8 +247,8 @@ def test_one_batch_with_every_kind_of_failure_grades_the_honest_one(tmp_path):
         return nb
     honest = save(load(SOLUTION), tmp_path, "honest")
     batch = {
-        # getattr with a built string gets past the static refusal: the sandbox and the batch must hold anyway
-        "dead": save(exercise_with("import os\ngetattr(os, '_ex' + 'it')(0)"), tmp_path, "dead"),
+        # os.abort is not refused (it harms only its own notebook): the batch must hold anyway
+        "dead": save(exercise_with("import os\nos.abort()"), tmp_path, "dead"),
         "endless": save(exercise_with("while True:\n    pass"), tmp_path, "endless"),
         "stubborn": save(exercise_with("import time\nwhile True:\n    try:\n        time.sleep(60)\n"
                                        "    except BaseException:\n        pass"), tmp_path, "stubborn"),
@@ -407,3 +407,56 @@ def test_a_fifo_or_a_device_is_not_read(tmp_path):
     for path in (fifo, device):
         g = grade(str(path), STAGE, timeout=30)
         assert "not a regular file" in g.reason and not g.passed
+
+
+# -- a second red-team round -------------------------------------------------------------------------------------
+ROUND_TWO = {
+    "builtins through a bound method": 'B = getattr(print, "_" + "_self__")',
+    "a built attribute name": 'name = "get_" + "ipython"\nx = getattr(print, name)',
+    "a dunder in a string": 'x = getattr(print, "__self__")',
+    "IPython's formatters by attribute": "f = print.display_formatter",
+}
+
+
+@pytest.mark.parametrize("name", list(ROUND_TWO))
+def test_round_two_ways_around_the_refusal_are_refused(name):
+    from course_lib.grader import refusal
+    assert refusal(ROUND_TWO[name], "04") is not None
+
+
+def test_a_judge_reply_in_another_shape_fails_the_notebook():
+    """Even a reply forged inside the kernel must carry every trusted case label, in order."""
+    from course_lib.checks import exercise
+    from course_lib.grader import _trusted_shape
+    candidates = {"04.1": "validate_action"}
+    rows = [{"label": c.label, "ok": True, "expected": "", "got": "", "hint": ""} for c in exercise("04.1").cases]
+
+    def reply(found):
+        return {"data": {"text/plain": repr(json.dumps(found))}}
+    honest = {"04.1": {"defined": True, "module": "__main__", "result": {"cases": rows}}}
+    assert _trusted_shape(reply(honest), STAGE, candidates) == honest
+    forged = {"04.1": {"defined": True, "module": "__main__", "result": {"cases": rows[:1]}}}
+    for bad in (forged, [1], {"04.1": "yes"}, {}):
+        assert _trusted_shape(reply(bad), STAGE, candidates) is None
+
+
+def test_report_lines_carry_no_terminal_control_characters():
+    from course_lib.grader import ExerciseGrade, _lines
+    g = Grade("x.ipynb", STAGE, [ExerciseGrade("04.1", False, "bad\x1b[8Fpassed", failing=[
+        {"label": "\x1b]0;title\x07row", "expected": "\x9b1m", "got": "ok", "hint": ""}])])
+    text = "\n".join(_lines(g))
+    assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text and "\\x1b" in text
+
+
+@needs_full
+def test_a_classmates_notebook_in_the_same_batch_is_out_of_reach(tmp_path):
+    alice, mallory = tmp_path / "alice", tmp_path / "mallory"
+    alice.mkdir()
+    mallory.mkdir()
+    honest = save(load(SOLUTION), alice, "04")
+    copier = load(EXERCISE)
+    cell(copier, "ex04_1").source = (f"text = open({honest!r}).read()\n"
+                                     "def validate_action(data):\n    return None\n")
+    grades, problems = grade_all([honest, save(copier, mallory, "04")], STAGE, timeout=30, jobs=2)
+    assert problems == [] and grades[0].passed
+    assert by_exercise(grades[1])["04.1"].detail.startswith("your answer cell defines no")   # open() failed

@@ -20,7 +20,7 @@ PACKAGE = Path(course_lib.__file__).parent
 BUDGETS = {"tools.py": 225, "registry.py": 80, "describe.py": 180, "parsing.py": 150,
            "dispatch.py": 150, "agent.py": 270, "models/base.py": 100, "models/scripted.py": 125,
            "models/anthropic.py": 155, "models/openai.py": 120, "models/catalog.py": 265,
-           "models/remote.py": 135, "standin.py": 500, "cli.py": 330, "__init__.py": 45, "livecheck.py": 140, "grader.py": 520, "sandbox.py": 110,
+           "models/remote.py": 135, "standin.py": 500, "cli.py": 330, "__init__.py": 45, "livecheck.py": 140, "grader.py": 590, "sandbox.py": 110,
            "checks.py": 370, "grading.py": 100, "exercises/__init__.py": 10,
            "approval.py": 110, "plots.py": 140, "widgets.py": 160,
            **{f"exercises/stage{n:02d}.py": 200 for n in range(1, 9)}, "exercises/stage06.py": 255,
