@@ -51,6 +51,15 @@ def answer(nb, gid: str, extra: str):
     target.source = target.source + "\n" + extra
 
 
+def local_listener() -> socket.socket:
+    """A TCP listener on this machine's 127.0.0.1 that a sandboxed notebook must not reach."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(5)
+    listener.settimeout(0.5)
+    return listener
+
+
 def by_exercise(g: Grade) -> dict:
     return {e.exercise: e for e in g.exercises}
 
@@ -205,10 +214,7 @@ for target in [root / "solutions" / "04_parsing_replies_exercises.ipynb", root /
 
 @needs_full
 def test_a_graded_notebook_reaches_no_socket_and_leaves_no_file(tmp_path):
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(5)
-    listener.settimeout(0.5)
+    listener = local_listener()
     port, marker = listener.getsockname()[1], uuid.uuid4().hex
     home_file, tmp_file = Path.home() / f"course-cheat-{marker}", Path("/tmp") / f"course-cheat-{marker}"
     nb = load(EXERCISE)
@@ -313,10 +319,7 @@ def test_solutions_kept_outside_the_repository(tmp_path):
 def test_a_weaker_sandbox_says_so_and_unshare_still_cuts_the_network(tmp_path, level):
     if level == "unshare" and not sandbox._runs(["unshare", "-rn", "--"]):
         pytest.skip("unshare -rn does not work on this machine")
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(5)
-    listener.settimeout(0.5)
+    listener = local_listener()
     nb = load(EXERCISE)
     answer(nb, "ex04_1", f"import socket\nsocket.socket().connect_ex(('127.0.0.1', {listener.getsockname()[1]}))")
     g = grade(save(nb, tmp_path, level), STAGE, timeout=30, level=level)
@@ -342,10 +345,7 @@ def test_the_scratch_folder_is_deleted_afterwards(tmp_path, monkeypatch):
 # -- found by a red-team review: the sandbox itself, and answers that reach into the interpreter ---------------
 @needs_full
 def test_inside_the_sandbox_nobody_has_no_capabilities_sees_no_other_process_and_cannot_unshare(tmp_path):
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(5)
-    listener.settimeout(0.5)
+    listener = local_listener()
     port = listener.getsockname()[1]
     scratch = tmp_path / "scratch"
     (scratch / "work").mkdir(parents=True)
