@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from .agent import Agent
 from .models.base import ModelError
 from .models.remote import MissingKeyError
-from .plots import EXAMPLE_PRICES
+from .plots import EXAMPLE_PRICES, usage_data
 from . import default_tools
 
 GOAL = ("Two things at once, please: look up the unit price (topic: 단가) and compute 10/0 with the calculator; "
@@ -112,7 +112,7 @@ def live_check(provider: str, model=None, max_steps: int = 6) -> LiveReport:
     if agent.stop_reason == "finish":
         report.notes.append(f"answer: {' '.join(agent.answer.split())[:200]}")
     usage = agent.total_usage
-    cost = (usage["input_tokens"] * EXAMPLE_PRICES["input"] + usage["output_tokens"] * EXAMPLE_PRICES["output"]) / 1e6
+    cost = usage_data(agent)[-1]["cumulative_cost"] if agent.usage else 0.0   # at EXAMPLE_PRICES, as the plots
     report.notes.append(f"tokens: {usage['input_tokens']:,} in, {usage['output_tokens']:,} out; about ${cost:.4f} at "
                         f"EXAMPLE prices (${EXAMPLE_PRICES['input']:.2f} / ${EXAMPLE_PRICES['output']:.2f} per "
                         "million tokens in / out), not your provider's price list")

@@ -13,11 +13,10 @@ import pytest
 
 from course_lib import default_tools
 from course_lib.agent import Agent
-from course_lib.models import ModelError
 from course_lib.models.anthropic import AnthropicModel
 from course_lib.models.openai import OpenAIModel
 from course_lib.standin import StandInServer
-from test_payload_fixtures import assert_no_extra_fields
+from test_payload_fixtures import anthropic_client, assert_no_extra_fields, openai_client
 
 PAYLOADS = pathlib.Path(__file__).parent / "fixtures" / "payloads"
 
@@ -41,15 +40,11 @@ class Replay:
 
 
 def anthropic_model(replay: Replay, **kwargs) -> AnthropicModel:
-    client = anthropic.Anthropic(api_key="sk-ant-test", max_retries=0,
-                                 http_client=httpx2.Client(transport=httpx2.MockTransport(replay)))
-    return AnthropicModel(client=client, **kwargs)
+    return AnthropicModel(client=anthropic_client(replay), **kwargs)   # the SDK over a mock transport
 
 
 def openai_model(replay: Replay, provider="openai") -> OpenAIModel:
-    client = openai.OpenAI(api_key="sk-test", max_retries=0,
-                           http_client=httpx2.Client(transport=httpx2.MockTransport(replay)))
-    return OpenAIModel(client=client, provider=provider)
+    return OpenAIModel(client=openai_client(replay), provider=provider)
 
 
 @pytest.mark.parametrize("name, stop", [

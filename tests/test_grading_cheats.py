@@ -13,7 +13,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import uuid
 from pathlib import Path
 

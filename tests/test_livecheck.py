@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from course_lib.livecheck import GOAL, cmd_live_check, live_check
+from course_lib.livecheck import GOAL, live_check
 from course_lib.standin import StandInServer
 
 SCRIPT = [

@@ -5,7 +5,6 @@ checks the shape of every request it gets, as the real API would.
 """
 import json
 import logging
-import os
 
 import pytest
 
