@@ -19,8 +19,11 @@ $(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,nbgrader]'
 	touch $(TEST_STAMP)
 
+# The course folder is the root (exercises/, solutions/, README reachable; the lessons' links work), with
+# lesson 00 open. LAB_ARGS passes more options, e.g. `make lab LAB_ARGS=--no-browser`.
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/00_welcome.ipynb $(if $(filter 0,$(shell id -u)),--allow-root,)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks/00_welcome.ipynb \
+		$(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
 
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -n auto --dist loadscope
