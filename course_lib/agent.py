@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -28,6 +28,7 @@ from .describe import build_system_prompt, tool_spec
 from .dispatch import Observation, dispatch
 from .models.base import STOPS, ModelError, Reply, scrub
 from .parsing import parse_reply
+from .tools import write_atomically
 
 log = logging.getLogger("course_lib.agent")
 log.addHandler(logging.NullHandler())   # a library stays quiet unless the program configures logging
@@ -249,20 +250,30 @@ class Agent:
         if path.is_dir() or not path.suffix:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
             path = path / f"run-{stamp}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # scrub: half an emoji (a lone surrogate) from a model cannot be written as UTF-8; it becomes U+FFFD
-        text = json.dumps(scrub(self.transcript()), ensure_ascii=False, indent=2, default=str)
-        # Write a temporary file beside the target, then rename: a crash never leaves half a transcript.
-        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, suffix=".tmp",
-                                         delete=False) as tmp:
-            tmp.write(text + "\n")
-        os.replace(tmp.name, path)
+        # Strict JSON in UTF-8: half an emoji (a lone surrogate) becomes U+FFFD, a NaN in a model's arguments
+        # becomes the text "NaN" (allow_nan=False proves none is left), an object JSON cannot hold its str().
+        text = json.dumps(_strict(scrub(self.transcript())), ensure_ascii=False, indent=2, default=str,
+                          allow_nan=False)
+        # A temporary file beside the target, then a rename: a failure never leaves half a transcript or a
+        # stray temporary file.
+        write_atomically(path, (text + "\n").encode("utf-8"))
         log.debug("transcript saved to %s", path)   # debug: the time-stamped name differs every run
         return path
 
     def __repr__(self) -> str:
         return (f"Agent(steps={self.steps}/{self.max_steps}, messages={len(self.history)}, "
                 f"stop_reason={self.stop_reason!r})")
+
+
+def _strict(value):
+    """``value`` with what JSON cannot hold made into text: NaN and infinities, keys that are not text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)   # "NaN", "Infinity" or "-Infinity", as text
+    if isinstance(value, dict):
+        return {k if isinstance(k, str) else str(k): _strict(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_strict(v) for v in value]
+    return value
 
 
 def _compact(args: dict) -> str:

@@ -3,7 +3,9 @@
 The write is sandboxed like ``read_file`` (only inside the workspace, the current folder). Before it
 happens, the gate asks: with Approve / Deny buttons in a notebook (``course_lib.widgets``), with a y/n
 prompt in a terminal (``course demo``), and, where nobody can answer (CI, a script without a terminal),
-it denies. A denied write is not an error in the program: the model receives an observation saying the
+it denies. Only an explicit yes approves: any other answer, or a policy that fails, is a no. The write itself
+is atomic (a temporary file, then a rename), so a failure never leaves a half-written or emptied file.
+A denied write is not an error in the program: the model receives an observation saying the
 person said no, and can continue without it.
 
 ``COURSE_APPROVAL=approve|deny|ask`` overrides the choice of policy (CI sets ``deny``).
@@ -11,10 +13,11 @@ person said no, and can continue without it.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from dataclasses import dataclass
 
-from .tools import ToolError, inside_workspace
+from .tools import ToolError, inside_workspace, os_problem, shorten, write_atomically
 
 MAX_WRITE_CHARS = 100_000
 
@@ -65,6 +68,15 @@ def default_policy():
     return deny
 
 
+YES = ("y", "yes", "approve", "approved", "allow")   # what a policy may return as text to say yes
+
+
+def is_yes(answer) -> bool:
+    """Only an explicit yes approves: ``True`` or a word in ``YES``. ``"no"``, ``"deny"``, ``1``, ``None``
+    and anything else deny (``bool("no")`` is True, so a plain ``bool()`` would fail open)."""
+    return answer is True or (isinstance(answer, str) and answer.strip().lower() in YES)
+
+
 class ApprovalGate:
     """Hands out a ``write_file`` tool whose writes a person approves first; keeps a log of decisions."""
 
@@ -83,14 +95,48 @@ class ApprovalGate:
             raise ToolError("content must be text")
         if len(content) > MAX_WRITE_CHARS:
             raise ToolError(f"content is longer than {MAX_WRITE_CHARS} characters; write less")
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as e:   # half of an emoji: refused before anything is asked or touched
+            raise ToolError(f"content has a character at position {e.start} that cannot be saved as UTF-8 "
+                            "(half of an emoji?); send the text without it") from None
+        if isinstance(path, str) and path.rstrip().endswith(("/", "\\")):
+            raise ToolError(f"'{shorten(path)}' names a folder; give a file name such as "
+                            f"'{shorten(path.rstrip())}note.txt'")
         target = inside_workspace(path)
-        if target.is_dir():
-            raise ToolError(f"'{path}' is a folder; give a file name")
-        approved = bool(self.policy(WriteRequest(path, content)))
+        _check_target(target, path)
+        approved, why = self._ask(WriteRequest(path, content))
         self.decisions.append((path, approved))
         if not approved:   # an error observation: the action did not happen, and the model must know
-            raise ToolError(f"the person did not approve writing '{path}'; nothing was written. "
+            raise ToolError(f"{why}; nothing was written. "
                             "Do not retry the same write; continue without it.")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content, encoding="utf-8")
+        try:
+            write_atomically(target, data)
+        except (OSError, RuntimeError) as e:   # the old file, if any, is still whole
+            raise ToolError(f"{os_problem(path, e)}; nothing was changed") from None
         return f"Wrote {len(content)} characters to '{path}'."
+
+    def _ask(self, request: WriteRequest) -> tuple[bool, str]:
+        try:
+            answer = self.policy(request)
+        except Exception as e:   # a broken policy denies; it never lets a write through
+            return False, (f"the approval step failed ({type(e).__name__}: {e}), "
+                           f"so writing '{shorten(request.path)}' was denied")
+        if is_yes(answer):
+            return True, ""
+        return False, f"the person did not approve writing '{shorten(request.path)}'"
+
+
+def _check_target(target, path: str) -> None:
+    """Only a missing file or a regular file may be written: a folder, a named pipe or a device is refused
+    before anyone is asked (writing to a pipe would wait forever for a reader)."""
+    try:
+        kind = os.stat(target).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise os_problem(path, e) from None
+    if stat.S_ISDIR(kind):
+        raise ToolError(f"'{shorten(path)}' is a folder; give a file name")
+    if not stat.S_ISREG(kind):
+        raise ToolError(f"'{shorten(path)}' is not a regular file (a pipe or a device); it cannot be written")

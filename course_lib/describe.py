@@ -5,7 +5,8 @@ Adds: ``tool_description`` (one line per tool from ``inspect.signature`` and the
 results are data, not instructions), and ``tool_schema`` (JSON Schema of a tool's parameters from its type
 hints and the docstring's ``Args:`` section; the bridge to native tool calling in stage 08).
 A tool without a docstring, a type hint or an ``Args:`` line for a parameter is refused loudly here,
-because a model cannot use well what it was never told.
+because a model cannot use well what it was never told. Each tool's line is worked out once per function
+and remembered, since every new ``Agent`` asks for it.
 
 Leaves out: nested object schemas (a ``dict`` parameter is just ``"type": "object"``), ``*args`` and
 ``**kwargs`` (refused), and provider formats (stage 08 wraps ``tool_spec``).
@@ -18,6 +19,7 @@ import re
 import types
 import typing
 from collections.abc import Callable, Mapping
+from functools import lru_cache
 
 _JSON_TYPES = {str: "string", int: "integer", float: "number", bool: "boolean", dict: "object",
                type(None): "null"}   # arrays are built by _array: they must say what their items are
@@ -41,12 +43,20 @@ def _render_param(p: inspect.Parameter) -> str:
     return text
 
 
+def _tool_line(name: str, func: Callable) -> str:
+    params = ", ".join(_render_param(p) for p in inspect.signature(func).parameters.values())
+    return f"- {name}({params}): {_summary(name, func)}"
+
+
+_cached_line = lru_cache(maxsize=1024)(_tool_line)   # every new Agent describes its tools: do it once per tool
+
+
 def tool_description(tools: Mapping[str, Callable]) -> str:
     """One line per tool: ``- name(params): first docstring line``."""
     lines = []
     for name, func in tools.items():
-        params = ", ".join(_render_param(p) for p in inspect.signature(func).parameters.values())
-        lines.append(f"- {name}({params}): {_summary(name, func)}")
+        hashable = getattr(type(func), "__hash__", None) is not None   # a dataclass instance may not be
+        lines.append(_cached_line(name, func) if hashable else _tool_line(name, func))
     return "\n".join(lines)
 
 

@@ -9,12 +9,15 @@ and very long results are cut with a note. Signatures and type hints are worked 
 cached, because the loop calls this every step.
 
 Leaves out: timeouts for slow tools and asking a person before a risky call (later stages).
-``KeyboardInterrupt`` is not caught: a person can always stop the run.
+``KeyboardInterrupt`` is not caught: a person can always stop the run. Every other exception, even a
+``SystemExit`` or a cancelled task, becomes an observation, and error text names the workspace as ``.`` and
+the home folder as ``~`` rather than by its absolute path.
 """
 from __future__ import annotations
 
 import inspect
 import json
+import os
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -42,11 +45,10 @@ class _Spec:
     takes_any: bool   # the function has **kwargs
 
 
-@lru_cache(maxsize=512)
-def _spec(func: Callable) -> _Spec:
+def _read_spec(func: Callable) -> _Spec:
     params = inspect.signature(func).parameters
-    try:
-        hints = typing.get_type_hints(func)
+    try:   # a callable object (a class instance with __call__) keeps its parameters' hints on __call__
+        hints = typing.get_type_hints(func if inspect.isroutine(func) else type(func).__call__)
     except Exception:   # an annotation that cannot be resolved is simply not checked
         hints = {}
     named = [p for p in params.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
@@ -54,6 +56,15 @@ def _spec(func: Callable) -> _Spec:
                  required=frozenset(p.name for p in named if p.default is p.empty),
                  hints={n: h for n, h in hints.items() if n != "return"},
                  takes_any=any(p.kind is p.VAR_KEYWORD for p in params.values()))
+
+
+_cached_spec = lru_cache(maxsize=512)(_read_spec)
+
+
+def _spec(func: Callable) -> _Spec:
+    """The signature facts, cached per tool; a callable that cannot be hashed (a dataclass instance with
+    ``__call__``, a natural stateful tool) is read every time instead."""
+    return _cached_spec(func) if getattr(type(func), "__hash__", None) is not None else _read_spec(func)
 
 
 def _matches(value, hint) -> bool:
@@ -88,7 +99,20 @@ def _json_name(value) -> str:
 
 
 def _error(text: str, exc: BaseException | None = None) -> Observation:
-    return Observation(content=f"Error: {text}", is_error=True, error=exc)
+    return Observation(content=f"Error: {_relative(text)}", is_error=True, error=exc)
+
+
+def _relative(text: str) -> str:
+    """The workspace's absolute path (with the learner's home folder and user name) never reaches the model,
+    the provider or the transcript: an error message names paths relative to the workspace."""
+    try:
+        root = os.getcwd()
+    except OSError:   # the working folder was deleted
+        return text
+    if len(root) > 1 and root in text:
+        text = text.replace(root + os.sep, "").replace(root, ".")
+    home = os.path.expanduser("~")
+    return text.replace(home, "~") if len(home) > 1 else text
 
 
 def _check_call(tools: Mapping[str, Callable], name, args) -> Observation | None:
@@ -130,7 +154,9 @@ def dispatch(tools: Mapping[str, Callable], name: str, args: dict) -> Observatio
     """Run ``tools[name](**args)`` after checking the call; every failure becomes an error observation."""
     try:
         problem = _check_call(tools, name, args)
-    except Exception as e:   # e.g. a signature inspect cannot read: the tool never ran
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:   # e.g. a signature inspect cannot read: the tool never ran
         return _error(f"the call to {name} could not be checked ({type(e).__name__}: {e}).", e)
     if problem:
         return problem
@@ -138,10 +164,14 @@ def dispatch(tools: Mapping[str, Callable], name: str, args: dict) -> Observatio
         result = tools[name](**args)
     except ToolError as e:
         return _error(f"{name}: {e}", e)
-    except (Exception, SystemExit) as e:   # a tool calling sys.exit() must not end the agent either
+    except KeyboardInterrupt:   # the one way out: a person can always stop the run
+        raise
+    except BaseException as e:   # sys.exit(), a cancelled task or a GeneratorExit must not end the agent
         return _error(f"{name} raised {type(e).__name__}: {e}", e)
     try:
         return Observation(content=_as_text(result))
-    except Exception as e:   # e.g. a circular structure that JSON cannot hold
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:   # e.g. a circular structure that JSON cannot hold
         return _error(f"{name} returned a {type(result).__name__} that cannot be turned into text "
                       f"({type(e).__name__}: {e}).", e)

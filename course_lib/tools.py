@@ -12,9 +12,15 @@ arguments the model made up (05).
 from __future__ import annotations
 
 import ast
+import contextlib
+import errno
+import itertools
 import json
 import math
 import operator
+import os
+import stat
+import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -52,6 +58,9 @@ def _refuse_node(node: ast.AST) -> ToolError:
 
 _TOO_BIG = "the result is too large (over about 900 digits); split the calculation"
 _OUT_OF_RANGE = "the result is out of range for a floating-point number"
+# Underflow gets the same treatment as overflow: a nonzero result too small for a float would silently become
+# 0.0 (10**-400, 1e-200*1e-200, 1e-400), a wrong answer given with confidence, so it is refused instead.
+_TOO_SMALL = "the result is too small for a floating-point number (it would be rounded to 0); rescale the numbers"
 
 
 def _check_size(value):
@@ -82,13 +91,25 @@ def _evaluate(node: ast.AST, depth: int = 0):
         return _UNARY[type(node.op)](_evaluate(node.operand, depth + 1))
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _evaluate(node.left, depth + 1), _evaluate(node.right, depth + 1)
-        if isinstance(node.op, ast.Pow):
-            return _check_size(_power(left, right))
         if isinstance(node.op, ast.Mult) and isinstance(left, int) and isinstance(right, int) \
                 and left.bit_length() + right.bit_length() > MAX_RESULT_BITS + 1:
             raise ToolError(_TOO_BIG)   # refused before multiplying, not after
-        return _check_size(_BINARY[type(node.op)](left, right))
+        result = _power(left, right) if isinstance(node.op, ast.Pow) else _BINARY[type(node.op)](left, right)
+        if type(result) is float and result == 0 and left != 0 and right != 0 \
+                and isinstance(node.op, (ast.Mult, ast.Div, ast.Pow)):
+            raise ToolError(_TOO_SMALL)
+        return _check_size(result)
     raise _refuse_node(node)
+
+
+def _literal_underflows(expression: str, tree: ast.AST) -> bool:
+    """A literal such as 1e-400 is read as 0.0: is there a nonzero digit before its exponent?"""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and type(node.value) is float and node.value == 0:
+            digits = ast.get_source_segment(expression, node) or ""
+            if any(d in "123456789" for d in digits.lower().split("e")[0]):
+                return True
+    return False
 
 
 def calculator(expression: str) -> str:
@@ -109,6 +130,8 @@ def calculator(expression: str) -> str:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise ToolError(f"not a valid arithmetic expression ({type(e).__name__}); "
                         "use numbers, + - * / // % ** and parentheses") from None
+    if _literal_underflows(expression, tree):
+        raise ToolError(_TOO_SMALL)
     try:
         value = _evaluate(tree.body)
     except ZeroDivisionError:
@@ -119,16 +142,47 @@ def calculator(expression: str) -> str:
 
 
 # ---------------------------------------------------------------- workspace files
+MAX_READ_CHARS = 1_000_000   # the most read_file returns in one call, whatever max_chars asks for
+MAX_COUNTED = 1_000_000      # past the cut, characters are counted up to this many; beyond it, "more than"
+MAX_LISTED, MAX_SCANNED = 200, 10_000   # entries list_files shows, and looks at
+
+
+def shorten(path: str) -> str:
+    """A path as error messages show it: at most 80 characters."""
+    return path if len(path) <= 80 else path[:80] + "…"
+
+
+def os_problem(path: str, e: BaseException) -> ToolError:
+    """An operating-system failure, told in terms of the path the model gave: never the absolute path."""
+    number = getattr(e, "errno", None)
+    if isinstance(e, RuntimeError) or number == errno.ELOOP:   # Python 3.11 reports a loop as RuntimeError
+        why = "a symbolic link on the way loops back on itself"
+    elif number == errno.ENAMETOOLONG:
+        why = "the name is too long for the file system"
+    elif isinstance(e, PermissionError):
+        why = "permission denied"
+    else:
+        why = getattr(e, "strerror", None) or type(e).__name__
+    return ToolError(f"cannot use '{shorten(path)}': {why}")
+
+
 def inside_workspace(path: str) -> Path:
     """Resolve `path` under the current directory, refusing anything that ends up outside it."""
     if not isinstance(path, str) or not path.strip():
         raise ToolError("path must be a non-empty relative path such as \"notes.txt\"")
     if "\0" in path:
         raise ToolError("path contains a NUL byte, which no file name can hold")
-    root = Path.cwd().resolve()
-    target = (root / path).resolve()   # follows symlinks, so a link pointing outside is caught here
+    try:
+        os.fsencode(path)
+    except UnicodeEncodeError:   # half of an emoji (a lone surrogate) cannot be part of a file name
+        raise ToolError("path contains a character no file name can hold; use plain text") from None
+    try:
+        root = Path.cwd().resolve()
+        target = (root / path).resolve()   # follows symlinks, so a link pointing outside is caught here
+    except (OSError, RuntimeError) as e:
+        raise os_problem(path, e) from None
     if not target.is_relative_to(root):   # a path check, not a prefix check: /work2 is not inside /work
-        raise ToolError(f"'{path}' is outside the workspace; use a path inside the current folder")
+        raise ToolError(f"'{shorten(path)}' is outside the workspace; use a path inside the current folder")
     return target
 
 
@@ -136,22 +190,41 @@ def read_file(path: str, max_chars: int = 20000) -> str:
     """Read a text file from the workspace (the current folder).
 
     Args:
-        path: a path inside the workspace, for example "notes/plan.txt".
+        path: a path inside the workspace, for example "notes.txt".
         max_chars: the most characters to return; longer files are cut with a note.
     """
     if type(max_chars) is not int or max_chars < 1:
         raise ToolError("max_chars must be a positive whole number")
-    target = inside_workspace(path)
-    if target.is_dir():
-        raise ToolError(f"'{path}' is a folder, not a file; call list_files to see inside it")
-    if not target.is_file():
-        raise ToolError(f"there is no file '{path}' in the workspace; call list_files to see what exists")
-    with target.open(encoding="utf-8", errors="replace") as f:
-        text = f.read(max_chars)
-        left = sum(len(chunk) for chunk in iter(lambda: f.read(65536), ""))
-    if left:
-        text += f"\n[... cut: {left} more characters not shown; pass a larger max_chars to see more]"
+    target, wanted = inside_workspace(path), min(max_chars, MAX_READ_CHARS)
+    try:   # O_NONBLOCK: opening a named pipe must not wait for a writer; it is refused below instead
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except FileNotFoundError:
+        raise ToolError(f"there is no file '{shorten(path)}' in the workspace; call list_files to see what "
+                        "exists") from None
+    except (OSError, RuntimeError) as e:
+        raise os_problem(path, e) from None
+    kind = os.fstat(fd).st_mode
+    if not stat.S_ISREG(kind):
+        os.close(fd)
+        if stat.S_ISDIR(kind):
+            raise ToolError(f"'{shorten(path)}' is a folder, not a file; call list_files to see inside it")
+        raise ToolError(f"'{shorten(path)}' is not a regular file (a pipe or a device); it cannot be read")
+    with open(fd, encoding="utf-8", errors="replace") as f:   # bytes that are not UTF-8 become �
+        try:
+            text, rest = f.read(wanted), f.read(MAX_COUNTED)   # bounded work, however large the file
+            more = f.read(1) != ""
+        except OSError as e:
+            raise os_problem(path, e) from None
+    if rest:
+        left = f"more than {len(rest):,}" if more else f"{len(rest):,}"
+        how = "pass a larger max_chars to see more" if wanted < MAX_READ_CHARS else \
+            f"read_file returns at most {MAX_READ_CHARS:,} characters"
+        text += f"\n[... cut: {left} more characters not shown; {how}]"
     return text
+
+
+def _entry(name: str) -> str:   # a name with a newline (or other control) must not fake extra lines
+    return name if name.isprintable() else repr(name)
 
 
 def list_files(directory: str = ".") -> str:
@@ -161,16 +234,54 @@ def list_files(directory: str = ".") -> str:
         directory: a folder inside the workspace; "." is the workspace itself.
     """
     target = inside_workspace(directory)
-    if target.is_file():
-        raise ToolError(f"'{directory}' is a file, not a folder; call read_file to read it")
-    if not target.is_dir():
-        raise ToolError(f"there is no folder '{directory}' in the workspace")
-    names = sorted(p.name + ("/" if p.is_dir() else "") for p in target.iterdir()
-                   if not p.name.startswith("."))
-    if not names:
-        return f"'{directory}' is empty"
-    more = f"\n[... {len(names) - 200} more not shown]" if len(names) > 200 else ""
-    return "\n".join(names[:200]) + more
+    try:
+        with os.scandir(target) as entries:
+            names = sorted(_entry(e.name) + ("/" if e.is_dir() else "")
+                           for e in itertools.islice(entries, MAX_SCANNED) if not e.name.startswith("."))
+            unseen = next(entries, None) is not None
+    except NotADirectoryError:
+        raise ToolError(f"'{shorten(directory)}' is a file, not a folder; call read_file to read it") from None
+    except FileNotFoundError:
+        raise ToolError(f"there is no folder '{shorten(directory)}' in the workspace") from None
+    except (OSError, RuntimeError) as e:
+        raise os_problem(directory, e) from None
+    if not names and not unseen:
+        return f"'{shorten(directory)}' is empty"
+    more = f"\n[... {len(names) - MAX_LISTED} more not shown]" if len(names) > MAX_LISTED else ""
+    if unseen:
+        more = f"\n[... the folder has more than {MAX_SCANNED:,} entries; only some are listed]"
+    return "\n".join(names[:MAX_LISTED]) + more
+
+
+def write_atomically(target: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``target``, then rename it over ``target``.
+
+    Until the rename the old file is untouched, so a failure at any point (a full disk, a crash) loses
+    nothing and leaves no temporary file behind; and a rename replaces a hard link instead of writing
+    through it into a file elsewhere. A file that existed keeps its permissions."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:50]}.", suffix=".tmp")
+    try:
+        with open(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 # ---------------------------------------------------------------- knowledge

@@ -67,15 +67,42 @@ class Reply:
         if isinstance(value, str):
             return cls(text=value)
         if isinstance(value, dict):
-            calls = tuple(c if isinstance(c, ToolCall) else
-                          ToolCall(name=c["name"], args=c.get("args", {}), id=c.get("id") or f"call_{i + 1}")
-                          for i, c in enumerate(value.get("tool_calls", ())))
+            _only(value, _REPLY_KEYS, "a reply")
+            if not isinstance(value.get("text", ""), str):
+                raise ModelError(f'a reply\'s "text" must be text, not {type(value["text"]).__name__}')
+            calls = tuple(_tool_call(c, i) for i, c in enumerate(value.get("tool_calls") or ()))
             stop = value.get("stop")
             if stop is not None and stop not in STOPS:
                 raise ModelError(f"unknown stop {stop!r}: use one of {', '.join(STOPS)} or leave it out")
             return cls(text=value.get("text", ""), tool_calls=calls, usage=value.get("usage"), stop=stop,
                        provider_stop=value.get("provider_stop"), thinking=value.get("thinking", ""))
         raise ModelError(f"a model reply must be text, a dict or a Reply, not {type(value).__name__}")
+
+
+_REPLY_KEYS = ("text", "tool_calls", "usage", "stop", "provider_stop", "thinking")
+_CALL_KEYS = ("name", "args", "id")
+
+
+def _only(value: dict, allowed: tuple, what: str) -> None:
+    """A typo in a scripted reply (``"tool"`` for ``"name"``) is a ModelError with a sentence, not a KeyError."""
+    unknown = [k for k in value if k not in allowed]
+    if unknown:
+        raise ModelError(f"{what} has unknown key(s) {', '.join(map(repr, unknown))}; "
+                         f"it may have: {', '.join(allowed)}")
+
+
+def _tool_call(call, i: int) -> ToolCall:
+    if isinstance(call, ToolCall):
+        return call
+    what = f"tool call {i + 1}"
+    if not isinstance(call, dict):
+        raise ModelError(f'{what} must be a dict like {{"name": "calculator", "args": {{...}}}}, '
+                         f"not {type(call).__name__}")
+    _only(call, _CALL_KEYS, what)
+    if not isinstance(call.get("name"), str):
+        raise ModelError(f'{what} needs a "name" naming the tool, e.g. {{"name": "calculator", "args": {{...}}}}')
+    args = {} if call.get("args") is None else call["args"]   # args that are not a dict: dispatch says so
+    return ToolCall(name=call["name"], args=args, id=call.get("id") or f"call_{i + 1}")
 
 
 def scrub(value):
