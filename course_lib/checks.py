@@ -8,8 +8,9 @@ Stop, gets through) and never hangs, and it returns a ``CheckResult``; results a
 ``run_cases`` does the same work without printing and without touching ``RESULTS``: the grader
 (``course check``) uses it to run an exercise's cases again.
 
-How "never hangs" works: each case runs in a daemon thread, and the caller waits at most ``CASE_SECONDS``
-for it. Nothing the learner writes can catch that, not even ``except BaseException``, because the waiting
+How "never hangs" works: each case runs in a daemon thread, and the caller waits for it until it has used
+``CASE_SECONDS`` of processor time or sat idle that long (at most ``WALL_FACTOR`` times that on a busy
+machine). Nothing the learner writes can catch that, not even ``except BaseException``, because the waiting
 happens in another thread. A case that does not finish is reported as ✗ and abandoned; the check then tries
 to stop the thread by raising an exception inside it (CPython only). That ends an ordinary endless loop; a
 thread that waits in ``time.sleep`` or swallows every exception may keep running in the background until the
@@ -33,6 +34,7 @@ from importlib import import_module
 from typing import Any
 
 CASE_SECONDS = 5   # a learner's endless loop must not freeze the notebook
+WALL_FACTOR = 6    # on a machine so busy that a case gets little CPU, it still ends after 6 × CASE_SECONDS
 GIVE_UP_AFTER = 2  # after this many cases that did not finish, the remaining cases are not run
 STOP_SECONDS = 0.5  # how long to keep trying to stop an abandoned case's thread
 _MISSING = object()
@@ -221,11 +223,11 @@ def _run_case(case: Case, candidate, seconds: float):
         thread.start()
     except RuntimeError:   # no thread can be started (too many left running): run it here, without a limit
         return _evaluate(case, candidate), True, True
-    deadline = time.monotonic() + seconds
+    start = time.monotonic()
     try:
         # Short waits, so that Stop (SIGINT) is noticed at once even when the signal woke another thread.
-        while not (finished := done.wait(min(0.1, max(0.0, deadline - time.monotonic())))):
-            if time.monotonic() >= deadline:
+        while not (finished := done.wait(0.1)):
+            if _out_of_time(thread, time.monotonic() - start, seconds):
                 break
     except BaseException:   # KeyboardInterrupt: stop the case too, then let the interrupt through
         _stop(thread, done, STOP_SECONDS)
@@ -243,6 +245,23 @@ def _run_case(case: Case, candidate, seconds: float):
     row = CaseResult(case.label, False, _expectation(case),
                      f"gave up after {shown} s: the code did not finish (an endless loop?)", hint)
     return row, False, stopped
+
+
+def _out_of_time(thread: threading.Thread, wall: float, seconds: float) -> bool:
+    """Give a case up once it has used ``seconds`` of CPU (an endless loop), or sat idle that long (waiting for
+    something that will not come), or at the latest after ``WALL_FACTOR`` times that. Counting the case's own
+    CPU time, not the clock, keeps a busy machine (CI running other work) from failing a correct answer."""
+    if wall < seconds:
+        return False
+    cpu = _cpu_time(thread)
+    return cpu is None or cpu >= seconds or cpu < 0.1 * wall or wall >= WALL_FACTOR * seconds
+
+
+def _cpu_time(thread: threading.Thread) -> float | None:
+    try:
+        return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+    except (AttributeError, OSError, OverflowError, TypeError):   # no per-thread clock here (Windows, macOS)
+        return None
 
 
 def _difference(expected, got) -> str:

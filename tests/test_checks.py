@@ -334,3 +334,25 @@ def test_stop_in_a_jupyter_kernel_interrupts_a_check_and_the_kernel_carries_on()
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+@pytest.mark.parametrize("wall, cpu, gives_up", [
+    (4.9, 4.9, False),    # within the limit
+    (5.0, 5.0, True),     # an endless loop: five seconds of processor time
+    (5.0, 0.2, True),     # idle: waiting for something that will not come (sleep, input, a lock)
+    (12.0, 2.5, False),   # a busy machine: the case gets a fifth of a core and is still working
+    (29.9, 4.9, False),
+    (30.0, 4.9, True),    # at the latest after WALL_FACTOR × CASE_SECONDS
+    (5.0, None, True),    # no per-thread clock on this platform: the wall clock decides
+])
+def test_a_case_is_given_up_by_its_own_processor_time_not_the_clock(monkeypatch, wall, cpu, gives_up):
+    monkeypatch.setattr(checks, "_cpu_time", lambda thread: cpu)
+    assert checks._out_of_time(threading.current_thread(), wall, 5) is gives_up
+
+
+def test_the_case_thread_processor_clock_is_read_where_the_platform_has_one():
+    if not hasattr(time, "pthread_getcpuclockid"):
+        pytest.skip("no per-thread processor clock on this platform")
+    spent = checks._cpu_time(threading.current_thread())
+    sum(range(2_000_000))
+    assert checks._cpu_time(threading.current_thread()) > spent
