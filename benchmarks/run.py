@@ -16,6 +16,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 from course_lib import default_tools  # noqa: E402
 from course_lib.agent import Agent  # noqa: E402
@@ -57,6 +58,23 @@ def loop_steps_per_second(scenario: str, runs: int) -> float:
     return runs * len(replies) / seconds
 
 
+def per_run_steps_per_second(runs: int = 5_000) -> tuple[float, float]:
+    """The seed program's price script, a fresh agent per run as a learner writes it: ours, then the seed's."""
+    import seed_loop   # benchmarks/seed_loop.py: article 003's loop, re-created for timing
+    logging.getLogger("course_lib.agent").setLevel(logging.WARNING)
+    replies, goal, tools = SCENARIOS["price"]["replies"], SCENARIOS["price"]["goal"], default_tools()
+
+    def ours():
+        for _ in range(runs):
+            Agent(tools, ScriptedModel(replies)).run(goal)
+
+    def seed():
+        for _ in range(runs):
+            seed_loop.SeedAgent(seed_loop.TOOLS).run(seed_loop.GOAL)
+    steps = runs * len(replies)
+    return steps / best_of(5, ours), steps / best_of(5, seed)
+
+
 def parse_ms(text: str) -> float:
     parsed = parse_reply(text)
     assert parsed.ok, parsed.error
@@ -73,6 +91,9 @@ def main() -> None:
     print(f"python:                          {sys.version.split()[0]} on {os.cpu_count()} cores")
     print(f"import course_lib:               {only_import:6.1f} ms")
     print(f"import + Agent + tools:          {full_import:6.1f} ms")
+    ours, seed = per_run_steps_per_second()
+    print(f"per run, fresh Agent each time:  {ours:8,.0f} steps/s (ours)  {seed:8,.0f} steps/s "
+          f"(seed program 003)  ratio {ours / seed:.2f} (budget: at least 1.00)")
     print(f"loop, seed 'price' script:       {loop_steps_per_second('price', 5_000):8,.0f} steps/s")
     print(f"loop, 'repeat' script (search):  {loop_steps_per_second('repeat', 400):8,.0f} steps/s")
     print(f"parse_reply, short action:       {parse_ms(action) * 1000:6.1f} µs")

@@ -6,6 +6,7 @@ texts are the real APIs' words as users have reported them (see the comments in 
 """
 import json
 import re
+import socket
 import threading
 import urllib.error
 import urllib.request
@@ -653,3 +654,208 @@ def test_half_an_emoji_in_a_scripted_turn_arrives_as_the_escape_models_send():
         agent = Agent(default_tools(), OpenAIModel(base_url=server.url + "/v1", api_key="k", max_retries=0))
         agent.run("price?")
     assert agent.stop_reason == "finish" and agent.answer == "price \ufffd"
+
+
+# -- hostile requests: always an answer in the API's shape, never a hang, a dropped connection or a traceback --
+PATHS = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions", "ollama": "/api/chat"}
+VALID = {"anthropic": {"model": "m", "max_tokens": 5, "messages": [GOAL]}, "openai": {"model": "m", "messages": [GOAL]},
+         "ollama": {"model": "m", "stream": False, "messages": [GOAL]}}
+
+
+def raw(server, path, body=b"", *, length="auto", headers=()):
+    """(status, JSON body) of one POST written byte for byte on a socket, so every header is the test's own."""
+    lines = [f"POST {path} HTTP/1.1", "Host: 127.0.0.1", "Authorization: Bearer k", *headers]
+    lines += [] if length is None else [f"Content-Length: {len(body) if length == 'auto' else length}"]
+    port = int(server.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:   # a hang guard, not a time budget
+        sock.sendall("\r\n".join(lines).encode() + b"\r\n\r\n" + body)
+        reply = b"".join(iter(lambda: sock.recv(65536), b""))
+    assert reply, "the stand-in dropped the connection without an answer"
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(payload)
+
+
+def words(api, body, kind="invalid_request_error"):
+    """The message of an error body, after checking it has the API's shape (``kind``: Anthropic's, OpenAI's)."""
+    kinds = (kind, kind) if isinstance(kind, str) else kind
+    if api == "anthropic":
+        assert set(body) <= {"type", "error", "request_id"} and body["type"] == "error"
+        assert set(body["error"]) == {"type", "message"} and body["error"]["type"] == kinds[0]
+        return body["error"]["message"]
+    if api == "openai":
+        assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}
+        assert body["error"]["type"] == kinds[1]
+        return body["error"]["message"]
+    assert set(body) == {"error"} and isinstance(body["error"], str)
+    return body["error"]
+
+
+NOT_JSON = {"anthropic": "The request body is not valid JSON: ", "openai": "We could not parse the JSON body of your "
+            "request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects "
+            "a JSON payload, but what was sent was not valid JSON.", "ollama": "not valid JSON"}
+
+
+@pytest.mark.parametrize("api", PATHS)
+@pytest.mark.parametrize("body", [b"[" * 100000, b"[" * 100000 + b"]" * 100000, b'{"a": ' * 100000,
+                                  json.dumps(dict(VALID["openai"], system=json.loads("[" * 200 + "]" * 200))).encode()])
+def test_a_deeply_nested_body_is_a_400(api, body, capfd):
+    with StandInServer(["unused"]) as server:
+        status, answer = raw(server, PATHS[api], body)
+    message = words(api, answer)
+    assert status == 400 and NOT_JSON[api] in message and server.remaining == 1
+    assert api == "openai" or "nested more than 128 levels deep" in message
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("lists, status", [(123, 200), (124, 400)])   # under 5 levels: body, messages, ...
+def test_json_nested_right_up_to_the_limit_is_answered(lists, status, capfd):
+    block = {"type": "text", "text": "hi", "x": json.loads("[" * lists + "]" * lists)}
+    messages = [{"role": "user", "content": [block]}]
+    with StandInServer(["fine"]) as server:
+        got, answer = raw(server, "/v1/messages", json.dumps(dict(VALID["anthropic"], messages=messages)).encode())
+    assert got == status and ("fine" if status == 200 else "nested more than 128") in json.dumps(answer)
+    assert capfd.readouterr().err == ""
+
+
+def test_an_openai_tool_schema_nested_hundreds_deep_is_a_400(capfd):
+    schema = {"type": "string"}
+    for _ in range(600):   # the schema walk recursed once per level and hit Python's limit
+        schema = {"type": "array", "items": schema}
+    tool = {"type": "function", "function": {"name": "t", "parameters": schema}}
+    with StandInServer(["unused"]) as server:
+        status, answer = raw(server, PATHS["openai"], json.dumps(dict(VALID["openai"], tools=[tool])).encode())
+    assert status == 400 and words("openai", answer).startswith(NOT_JSON["openai"]) and capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("api, length", [("anthropic", "-1"), ("openai", "-1"), ("ollama", "-1"),
+                                         ("anthropic", "abc"), ("openai", "1.5"), ("anthropic", "")])
+def test_a_content_length_that_is_not_a_byte_count_is_a_400(api, length, capfd):
+    with StandInServer(["unused"]) as server:
+        status, answer = raw(server, PATHS[api], length=length)   # no body: -1 used to wait for one forever
+    assert status == 400 and "Content-Length" in words(api, answer) and server.requests == []
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("api", PATHS)
+def test_a_body_without_a_length_is_a_411(api, capfd):
+    with StandInServer(["unused"]) as server:
+        status, answer = raw(server, PATHS[api], length=None)
+    assert status == 411 and "Content-Length" in words(api, answer) and server.requests == []
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("api", PATHS)
+@pytest.mark.parametrize("length", [32 * 2**20 + 1, 10**12, 10**40])
+def test_a_body_over_32_mb_is_a_413_without_reading_it(api, length, capfd):
+    with StandInServer(["unused"]) as server:
+        status, answer = raw(server, PATHS[api], length=length)   # nothing sent: reading would wait for it
+    message = words(api, answer, ("request_too_large", "invalid_request_error"))
+    assert status == 413 and "Request exceeds the maximum allowed number of bytes" in message
+    assert server.requests == [] and capfd.readouterr().err == ""
+
+
+def chunked(data: bytes, size: int = 7) -> bytes:
+    pieces = [data[k:k + size] for k in range(0, len(data), size)]
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces) + b"0\r\n\r\n"
+
+
+@pytest.mark.parametrize("api", PATHS)
+def test_a_chunked_body_is_read_like_any_other(api, capfd):
+    with StandInServer(["chunks arrived"]) as server:
+        status, answer = raw(server, PATHS[api], chunked(json.dumps(VALID[api]).encode()), length=None,
+                             headers=["Transfer-Encoding: chunked"])
+    assert status == 200 and "chunks arrived" in json.dumps(answer) and server.requests[0]["body"] == VALID[api]
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("body, status, said", [(b"zz\r\n{}\r\n0\r\n\r\n", 400, "chunk"),
+                                                (b"-2\r\n{}\r\n0\r\n\r\n", 400, "chunk"),
+                                                (b"2\r\n{}", 400, "chunk"),   # the connection ends mid-body
+                                                (b"FFFFFFFFFF\r\n", 413, "maximum allowed number of bytes")])
+def test_a_broken_or_huge_chunked_body_is_refused(body, status, said, capfd):
+    with StandInServer(["unused"]) as server:
+        port = int(server.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: k\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         + body)
+            sock.shutdown(socket.SHUT_WR)   # the body ends here
+            reply = b"".join(iter(lambda: sock.recv(65536), b""))
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    assert int(head.split()[1]) == status and said in json.loads(payload)["error"]["message"]
+    assert server.requests == [] and capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("api", PATHS)
+@pytest.mark.parametrize("body", [b'{"model": "\xff", "messages": []}', b'{"model": "\xed\xa0\x80"}',
+                                  b"{'model': 'm'}", b'{"model": "m"'])
+def test_a_body_that_is_not_utf8_json_is_a_400(api, body, capfd):
+    with StandInServer(["unused"]) as server:
+        status, answer = raw(server, PATHS[api], body)
+    assert status == 400 and NOT_JSON[api] in words(api, answer) and server.requests == []
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("api", PATHS)
+@pytest.mark.parametrize("body", [b"[]", b'"x"', b"null", b"42"])
+def test_json_that_is_not_an_object_is_a_400(api, body, capfd):
+    with StandInServer(["unused"]) as server:
+        status, answer = raw(server, PATHS[api], body)
+    assert status == 400 and words(api, answer) == "the request body is not a JSON object"
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("escaped, said, at", [
+    ("\\ud800", "no low surrogate in string", 17), ("\\udc00", "invalid high surrogate in string", 11),
+    ("\\ud83d\\u0041", "invalid low surrogate in string", 17), ("\\ud83d", "no low surrogate in string", 17)])
+def test_half_an_emoji_in_an_anthropic_request_is_refused_as_the_real_api_does(escaped, said, at, capfd):
+    body = '{"model": "' + escaped + '", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}'
+    with StandInServer(["unused"]) as server:
+        status, answer = raw(server, "/v1/messages", body.encode())
+    assert status == 400 and words("anthropic", answer) == (f"The request body is not valid JSON: {said}: line 1 "
+                                                            f"column {at + 1} (char {at})")
+    assert capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("escaped", ["\\ud83d\\ude00", "\\\\ud800", "\\u00e9"])   # a pair; a backslash; é
+def test_escapes_that_are_not_half_an_emoji_are_fine(escaped, capfd):
+    body = '{"model": "' + escaped + '", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}'
+    with StandInServer(["ok"]) as server:
+        status, answer = raw(server, "/v1/messages", body.encode())
+    assert status == 200 and answer["model"] == json.loads(f'"{escaped}"') and capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("api", ["openai", "ollama"])
+def test_other_apis_take_a_model_name_with_half_an_emoji_like_any_other(api, capfd):
+    body = json.dumps(dict(VALID[api], model="m\ud800"))   # ensure_ascii: sent as the escape \\ud800
+    with StandInServer(["ok"]) as server:
+        status, answer = raw(server, PATHS[api], body.encode())
+    assert status == 200 and answer["model"] == "m\ud800" and capfd.readouterr().err == ""
+
+
+@pytest.mark.parametrize("api", PATHS)
+def test_a_stand_in_bug_is_a_500_in_the_apis_shape(api, monkeypatch, capfd):
+    from course_lib import standin
+
+    def broken(*_):
+        raise KeyError("a bug in the stand-in")
+    monkeypatch.setitem(standin._FORMATS, api, broken)
+    with StandInServer(["unused"]) as server:
+        status, answer = raw(server, PATHS[api], json.dumps(VALID[api]).encode())
+    message = words(api, answer, ("api_error", "server_error"))
+    assert status == 500 and "stand-in" in message and "KeyError" in message and capfd.readouterr().err == ""
+
+
+def test_an_unknown_path_is_a_404_whatever_the_body(capfd):
+    with StandInServer(["unused"]) as server:
+        status, answer = raw(server, "/v1/complete", b"not json")
+    assert status == 404 and words("openai", answer) == "Invalid URL (POST /v1/complete)"
+    assert capfd.readouterr().err == ""
+
+
+def test_a_client_that_hangs_up_leaves_no_traceback(capfd):
+    with StandInServer([]) as server:
+        try:
+            raise ConnectionResetError("the client hung up mid-reply")
+        except ConnectionResetError:
+            server._server.handle_error(None, ("127.0.0.1", 1))
+    assert capfd.readouterr().err == ""

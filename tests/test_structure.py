@@ -17,12 +17,18 @@ PACKAGE = Path(course_lib.__file__).parent
 # `course doctor` checking every setting with the code that reads it in cli.py. The grader (issue 10) is
 # its own module: assemble from trusted cells, run sandboxed, judge from outside, batch; checks.py runs each
 # case in a thread it can abandon, and stage06/07 have a case for every rule their exercise text states.
-BUDGETS = {"tools.py": 225, "registry.py": 80, "describe.py": 180, "parsing.py": 150,
-           "dispatch.py": 150, "agent.py": 270, "models/base.py": 100, "models/scripted.py": 125,
+# Issue 11 (hostile input) grew the file tools in tools.py (bounded reads, pipes and devices refused, OS failures
+# told in the workspace's terms, atomic writes), approval.py (only an explicit yes approves), dispatch.py (no
+# exception but KeyboardInterrupt escapes; no absolute path reaches the model), base.py (a scripted reply with a
+# typo is a ModelError sentence) and agent.py/describe.py (strict-JSON transcripts; cached tool descriptions).
+# It grew standin.py by reading a hostile body as the APIs' front ends do (411, 413, chunks, nesting, UTF-8, half
+# an emoji, each in the API's error shape; a stand-in bug a 500): the module was at its budget before.
+BUDGETS = {"tools.py": 340, "registry.py": 80, "describe.py": 190, "parsing.py": 150,
+           "dispatch.py": 180, "agent.py": 285, "models/base.py": 125, "models/scripted.py": 125,
            "models/anthropic.py": 155, "models/openai.py": 120, "models/catalog.py": 265,
-           "models/remote.py": 135, "standin.py": 500, "cli.py": 330, "__init__.py": 45, "livecheck.py": 140, "grader.py": 590, "sandbox.py": 110,
-           "checks.py": 370, "grading.py": 100, "exercises/__init__.py": 10,
-           "approval.py": 110, "plots.py": 140, "widgets.py": 160,
+           "models/remote.py": 135, "standin.py": 570, "cli.py": 330, "__init__.py": 45, "livecheck.py": 140, "grader.py": 590, "sandbox.py": 110,
+           "checks.py": 385, "grading.py": 100, "exercises/__init__.py": 10,
+           "approval.py": 145, "plots.py": 140, "widgets.py": 160,
            **{f"exercises/stage{n:02d}.py": 200 for n in range(1, 9)}, "exercises/stage06.py": 255,
            "exercises/stage07.py": 270}
 STAGES = {"tools.py": "Stage 01", "registry.py": "Stage 02", "describe.py": "Stage 03",
