@@ -8,15 +8,17 @@ export PYTHONHASHSEED := 0
 
 .PHONY: lab test demo doctor bench execute exercises clean-venv
 
+# Two installs, two stamps. A learner's commands need only the `course` extra (JupyterLab, the SDKs, what the
+# `course` command imports); `make test` adds the `test` extra on top (pytest, nbval, Playwright, nbgrader...),
+# so `make test` after `make lab` installs only the test tools. Both redo themselves when pyproject.toml changes.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[course]'
 	touch $(STAMP)
 
-# The tests also need nbgrader (tests/test_nbgrader.py grades with it); a learner's `make lab` does not.
 $(TEST_STAMP): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,nbgrader]'
+	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(TEST_STAMP)
 
 # The course folder is the root (exercises/, solutions/, README reachable; the lessons' links work), with

@@ -106,8 +106,8 @@ def cmd_demo(args) -> int:
     return 1 if agent.stop_reason == "model_error" else 0   # a failed API call is a failure for a script too
 
 
-_PACKAGES = ("anthropic", "openai", "jupyterlab", "ipykernel", "nbval", "ipywidgets", "matplotlib",
-             "pytest", "hypothesis")
+_PACKAGES = ("anthropic", "openai", "jupyterlab", "ipykernel", "ipywidgets", "matplotlib")   # `make lab`
+_TEST_PACKAGES = ("pytest", "nbval", "hypothesis")   # only `make test` needs these
 _KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")   # secrets: only whether they are set
 _SETTINGS = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS", "COURSE_ANTHROPIC_MODEL",
              "COURSE_OPENAI_MODEL", "COURSE_OLLAMA_MODEL", "COURSE_ANTHROPIC_THINKING", "COURSE_ANTHROPIC_EFFORT")
@@ -174,11 +174,12 @@ def cmd_doctor(args) -> int:
     problems += not ok_python
     print(f"Python      {platform.python_version()}  {'ok' if ok_python else 'too old: the course needs 3.11+'}")
     print(f"course_lib  {__version__}")
-    for package in _PACKAGES:
+    for package in _PACKAGES + _TEST_PACKAGES:
         try:
             print(f"{package:<11} {metadata.version(package)}")
         except metadata.PackageNotFoundError:
-            print(f"{package:<11} missing (run `make lab` or `pip install -e .[dev]`)")
+            print(f"{package:<11} " + ("missing (run `make lab`, or `pip install -e '.[course]'`)"
+                                      if package in _PACKAGES else "not installed (`make test` adds it)"))
     print()
     problems += _print_settings()
     if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("OPENAI_API_KEY")):

@@ -46,7 +46,7 @@ def free_port() -> int:
 @pytest.fixture
 def jupyterlab(tmp_path):
     """JupyterLab serving a copy of notebook 06 from a temp folder, with its own config and settings."""
-    playwright = pytest.importorskip("playwright.sync_api", reason="the dev extras install Playwright")
+    playwright = pytest.importorskip("playwright.sync_api", reason="the test extra installs Playwright (make test)")
     browser_path = chromium()
     work = tmp_path / "course"
     work.mkdir()

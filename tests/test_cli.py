@@ -134,3 +134,21 @@ def test_doctor_checks_settings_with_the_code_that_reads_them():
     assert "COURSE_MAX_STEPS           abc  INVALID" in result.stdout
     assert "COURSE_ANTHROPIC_THINKING  summarized  ok" in result.stdout
     assert "OPENAI_BASE_URL            http://127.0.0.1:9/v1  ok" in result.stdout and "secret" not in result.stdout
+
+
+def test_doctor_sends_a_learner_to_make_lab_and_test_tools_to_make_test(monkeypatch, capsys):
+    from importlib import metadata
+
+    from course_lib import cli
+    real = metadata.version
+
+    def version(package):
+        if package in ("matplotlib", "nbval"):
+            raise metadata.PackageNotFoundError(package)
+        return real(package)
+    monkeypatch.setattr(cli.metadata, "version", version)
+    cli.cmd_doctor(None)
+    out = capsys.readouterr().out
+    assert "matplotlib  missing (run `make lab`, or `pip install -e '.[course]'`)" in out
+    assert "nbval       not installed (`make test` adds it)" in out
+    assert ".[dev]" not in out

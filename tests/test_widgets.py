@@ -1,7 +1,7 @@
 """The stepper widget, driven through its button click handlers, shows the state of the loop."""
 import pytest
 
-pytest.importorskip("ipywidgets")   # part of the dev extras; a clear skip reason if someone trims them
+pytest.importorskip("ipywidgets")   # part of the course extra; a clear skip reason if someone trims them
 
 from course_lib import default_tools
 from course_lib.agent import Agent
