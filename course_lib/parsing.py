@@ -3,16 +3,18 @@
 Adds: ``parse_reply(text) -> ParsedReply``. Models wrap JSON in prose, code fences and ``<think>`` notes,
 put ``args`` before ``tool``, escape Unicode, or send two objects. The parser ignores objects that start
 inside closed ``<think>`` blocks (the text is not edited, so an answer that mentions ``<think>`` keeps it),
-tries each other ``{`` that could start an object, in order, with ``json.JSONDecoder.raw_decode``,
-and returns the first object that is a valid action. It never raises: every failure is ``ok=False`` with
-an ``error`` the agent can send back to the model.
+tries each ``{`` that could start an object with ``json.JSONDecoder.raw_decode``, and returns the first
+object that is a valid action. It never raises: every failure is ``ok=False`` with an ``error`` the agent
+can send back to the model, about the first object in the reply (the one the model most likely meant).
 
-Linear time, also on hostile text: one pass over the brackets measures how deeply each ``{`` nests, and
-starts nested more than ``MAX_NESTING`` deep are skipped, so no character is decoded more than about
-``MAX_NESTING`` times (``"{" * 200_000`` or ``'{"a": ' * 20_000`` cannot make it quadratic). That count is
-naive (brackets inside strings count too), so two guards back it up: starts skipped as deep are tried last
-(an action whose strings hold many brackets is still found), and all decoding shares a budget of about
-``MAX_NESTING`` passes over the text (brackets hidden in strings cannot make it quadratic either).
+Linear time, also on hostile text: regular expressions (which run in C) choose where to decode, so no Python
+loop visits every bracket, and each start is tried once. After the first ``{"``, starts that cannot be an
+action are skipped: a flat object (no brackets inside) none of whose strings is ``"tool"``, as in
+``'{"a": 1} ' * 100_000``. In a run of more than ``MAX_NESTING + 1`` openers with only text and such flat
+objects between them (``"{" * 1_000_000``, ``'{"a": ' * 200_000``), each start would read the rest of the
+run again, so only the last ``MAX_NESTING + 1`` are tried at first and the deeper ones last (brackets inside
+strings can make an action look deep). Behind that, all decoding shares a budget of about ``MAX_NESTING``
+passes over the text: junk that nests deeply in other ways ends with an error instead of a hang.
 
 Leaves out: repairing broken JSON (single quotes, trailing commas); the model is asked to try again instead.
 """
@@ -25,8 +27,18 @@ from dataclasses import dataclass, field
 
 MAX_NESTING = 32
 _DECODER = json.JSONDecoder()
-_BRACKETS = re.compile(r"[{}\[\]]")
 _OBJECT_START = re.compile(r"\{\s*\"")   # a JSON object with at least one key starts like this
+# After a "{" or "[": the rest of a flat object or array (the next bracket closes it) none of whose strings is
+# "tool" or has an escape (which could spell it): it cannot be an action. ``*+`` and ``++`` never give back
+# what they matched, so no pattern here can backtrack its way into quadratic time.
+_FLAT_REST = r'(?=[^{}\[\]]*+[}\]])(?:[^"{}\[\]\\]++|"(?!tool")[^"{}\[\]\\]*+")*+[}\]]'
+_WORTH_TRYING = re.compile(r"\{(?!" + _FLAT_REST + r')\s*"')
+# A run of more than MAX_NESTING + 1 openers ("{" or "["), with only text and such flat ones between them.
+_GAP = r"[^{}\[\]]*+(?:[{\[]" + _FLAT_REST + r"[^{}\[\]]*+)*+"
+_RUN = r"(?P<run>(?:%s[{\[]){%d}(?:%s[{\[])*+)" % (_GAP, MAX_NESTING + 1, _GAP)
+_RUN_OR_WORTH_TRYING = re.compile(r"[{\[](?:" + _RUN + r"|(?<=\{)(?!" + _FLAT_REST + r')\s*")')
+_GAP_BACKWARDS = r"[^{}\[\]]*+(?:[}\]][^{}\[\]]*+[{\[][^{}\[\]]*+)*+"   # a run's gap, read from its end
+_LAST_OPENERS = re.compile(r"(?:%s[{\[]){%d}" % (_GAP_BACKWARDS, MAX_NESTING + 1))
 
 
 @dataclass(slots=True)
@@ -53,45 +65,39 @@ def _think_spans(text: str) -> list[tuple[int, int]]:
     return spans
 
 
-def _in_spans(spans: list[tuple[int, int]], index: int) -> bool:
+def _think_end(spans: list[tuple[int, int]], index: int) -> int:
+    """Where the closed <think> block holding ``index`` ends, or 0 if none holds it."""
     k = bisect.bisect_right(spans, (index, float("inf"))) - 1
-    return k >= 0 and index < spans[k][1]
+    return spans[k][1] if k >= 0 and index < spans[k][1] else 0
 
 
-def _candidate_starts(text: str) -> list[int]:
-    """Where an object may start: first the shallow ones (naive nesting at most MAX_NESTING) in order,
-    then the deep ones."""
-    if text.count("{") + text.count("[") <= MAX_NESTING:   # the usual short reply: nothing can nest deeper
-        return [m.start() for m in _OBJECT_START.finditer(text)]
-    stack: list[list[int]] = []   # [position, height of what is nested inside so far]
-    keep = []
-    for m in _BRACKETS.finditer(text):
-        if text[m.start()] in "{[":
-            stack.append([m.start(), 0])
-        elif stack:
-            start, height = stack.pop()
-            if height <= MAX_NESTING and text[start] == "{":
-                keep.append(start)
-            if stack and stack[-1][1] <= height:
-                stack[-1][1] = height + 1
-    # Never closed: anything buried more than MAX_NESTING below the top is too deep, so look only at the top.
-    height = -1
-    for start, own in reversed(stack[-(MAX_NESTING + 1):]):
-        height = max(own, height + 1)
-        if height <= MAX_NESTING and text[start] == "{":
-            keep.append(start)
-    keep = sorted(start for start in keep if _OBJECT_START.match(text, start))
-    kept = set(keep)
-    return keep + [m.start() for m in _OBJECT_START.finditer(text) if m.start() not in kept]
+def _candidate_starts(text: str, thinking: list[tuple[int, int]]):
+    """Where an object may start, in the order to try them: the first one outside <think>, then those worth
+    trying that are not deep in a long run of openers, then the deep ones."""
+    first = _OBJECT_START.search(text)
+    while first and (end := _think_end(thinking, first.start())):
+        first = _OBJECT_START.search(text, end)
+    if not first:
+        return
+    yield (first := first.start())
+    deep, pos = [], 0
+    while m := _RUN_OR_WORTH_TRYING.search(text, pos):
+        pos = m.start() + 1
+        if m["run"]:   # only its last MAX_NESTING + 1 openers now: read the run backwards to find them
+            pos = m.end() - _LAST_OPENERS.match(m[0][::-1]).end()
+            deep.append((m.start(), pos))
+        elif m.start() != first:
+            yield m.start()
+    for start, end in deep:   # then the deep ones: brackets inside strings can make an action look deep
+        yield from (m.start() for m in _WORTH_TRYING.finditer(text, start, end) if m.start() != first)
 
 
 def _check_action(data: dict) -> ParsedReply:
-    tool, args = data.get("tool"), data.get("args", {})
+    tool, args = data.get("tool"), data.get("args")
     if not isinstance(tool, str) or not tool.strip():
         return _fail('the JSON object needs a "tool" field naming a tool, '
                      'e.g. {"tool": "calculator", "args": {"expression": "2+2"}}')
-    if args is None:
-        args = {}
+    args = {} if args is None else args   # missing or null: no arguments
     if not isinstance(args, dict):
         return _fail(f'"args" must be a JSON object like {{"name": value}}, not {type(args).__name__}')
     return ParsedReply(ok=True, tool=tool.strip(), args=args, error=None)
@@ -116,11 +122,11 @@ def parse_reply(text) -> ParsedReply:
         thinking = _think_spans(text)
         first_problem = None
         work_left = (MAX_NESTING + 1) * len(text) + 10_000   # characters all decoding may scan
-        for start in _candidate_starts(text):
+        for start in _candidate_starts(text, thinking):
             if work_left <= 0:
                 first_problem = first_problem or "the reply is too tangled to read; send just one JSON object"
                 break
-            if thinking and _in_spans(thinking, start):
+            if thinking and _think_end(thinking, start):
                 continue
             try:
                 data, end = _DECODER.raw_decode(text, start)
@@ -139,8 +145,6 @@ def parse_reply(text) -> ParsedReply:
             if result.ok:
                 return result
             first_problem = first_problem or result.error
-        if first_problem:
-            return _fail(first_problem)
-        return _fail("no JSON object found")
+        return _fail(first_problem or "no JSON object found")
     except Exception as e:   # belt and braces: the contract is "never raises"
         return _fail(f"could not read the reply ({type(e).__name__})")

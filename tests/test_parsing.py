@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_lib.parsing import ParsedReply, parse_reply
+from course_lib.parsing import MAX_NESTING, ParsedReply, parse_reply
 
 FINISH = '{"tool": "finish", "args": {"answer": "ok"}}'
 CALC = '{"tool": "calculator", "args": {"expression": "24*7"}}'
@@ -113,6 +113,16 @@ FOUND = [
                  id="think-tags-inside-string"),
     pytest.param('{"tool": "finish", "args": {"answer": "an unclosed <think>"}} then </think>',
                  ok("finish", {"answer": "an unclosed <think>"}), id="think-tag-in-string-closed-later"),
+    # Right after a closed <think> block, with no space: the action starts where the draft ends, not in it.
+    pytest.param('<think>{"tool": "calculator", "args": {}}</think>' + FINISH, ok("finish", {"answer": "ok"}),
+                 id="action-right-after-think"),
+    # Behind a non-action, so the parser cannot just take the first object: a flat action (no brackets
+    # inside), one whose "tool" key is spelled with an escape, and one with a brace in a string are all tried.
+    pytest.param('{"note": 1} {"tool": "list_files"}', ok("list_files", {}), id="flat-action-after-junk"),
+    pytest.param('{"note": 1} {"t\\u006fol": "list_files"}', ok("list_files", {}),
+                 id="escaped-tool-key-after-junk"),
+    pytest.param('{"note": 1} {"a": "}", "tool": "list_files"}', ok("list_files", {}),
+                 id="brace-in-string-after-junk"),
     # Bytes from a raw HTTP body are decoded as UTF-8.
     pytest.param('{"tool": "lookup", "args": {"topic": "단가"}}'.encode(),
                  ok("lookup", {"topic": "단가"}), id="bytes"),
@@ -151,6 +161,12 @@ FAILURES = [
     pytest.param('<think>{"tool": "calculator", "args": {"expression": "1"}}</think> Not sure yet.', "JSON",
                  id="only-action-in-think"),
     pytest.param(b"\xff\xfe\xfd", "JSON", id="bytes-not-utf8"),
+    # With no action anywhere, the error is about the first object outside <think>, even when the objects
+    # after it are skipped unread (a flat object without "tool" cannot be an action) or brackets abound.
+    pytest.param('{"note": 1} {"more": 2}', 'no "tool" field', id="error-about-first-object"),
+    pytest.param('{"note": 1} ' + "[" * 100, 'no "tool" field', id="error-about-first-object-bracket-heavy"),
+    pytest.param('<think>{"tool": 5}</think> {"note": 1}', 'no "tool" field',
+                 id="error-about-first-after-think"),
 ]
 
 
@@ -245,6 +261,62 @@ def test_adversarial_text_still_parses_quickly(text):
     reply, elapsed = timed(text)
     assert reply == ok("finish", {"answer": "ok"})
     assert elapsed < HANG_GUARD, f"took {elapsed:.2f}s: a hang"
+
+
+# About 1 MB of each kind of junk a stuck or hostile model might send, as (lead, repeated unit, count), with a
+# real action after it: the action must be found. benchmarks/parse_bench.py times the same shapes.
+PROSE_UNIT = "The model thinks out loud here, with numbers like 24 and 7, {braces}, and 한국어 text. "
+JUNK = [
+    pytest.param("", "{", 1_000_000, id="open-braces"),
+    pytest.param("", "[", 1_000_000, id="open-brackets"),
+    pytest.param("", '{"', 500_000, id="failing-starts"),
+    pytest.param("", '{"a": ', 200_000, id="unclosed-objects"),
+    pytest.param("", '{"tool": ', 100_000, id="unclosed-tool-keys"),
+    pytest.param("", '{"a": [], "b": ', 66_000, id="unclosed-objects-with-flat-values"),
+    pytest.param("", '"', 1_000_000, id="quotes"),
+    pytest.param("", "\\", 1_000_000, id="backslashes"),
+    pytest.param("", "}", 1_000_000, id="close-braces"),
+    pytest.param('{"a":"', "x", 1_000_000, id="unterminated-string"),   # ends at the action's first quote
+    pytest.param("", PROSE_UNIT, 1_000_000 // len(PROSE_UNIT), id="prose-braces-korean"),
+    pytest.param("", "<think>", 100_000, id="unclosed-think"),
+    pytest.param("", '{"a":1} ', 100_000, id="many-small-non-actions"),
+]
+# The same junk behind a non-action, so the parser cannot jump straight to the first object and has to sort
+# the starts out (which are worth trying, which sit deep in a long run of openers).
+LEADS = [pytest.param("", id="junk-first"), pytest.param('{"note": 1} ', id="non-action-first")]
+
+
+@pytest.mark.parametrize("first", LEADS)
+@pytest.mark.parametrize("lead, unit, count", JUNK)
+def test_the_action_behind_a_megabyte_of_junk_is_found(first, lead, unit, count):
+    reply, elapsed = timed(first + lead + unit * count + FINISH)
+    assert reply == ok("finish", {"answer": "ok"})
+    assert elapsed < HANG_GUARD, f"took {elapsed:.2f}s: a hang"
+
+
+@pytest.mark.parametrize("first", LEADS)
+@pytest.mark.parametrize("lead, unit, count", JUNK)
+def test_doubling_junk_before_an_action_does_not_quadruple_the_time(first, lead, unit, count):
+    once, twice = (best_time(first + lead + unit * n + FINISH) for n in (count // 4, count // 2))
+    assert twice < 3 * once + 0.05, f"{once:.3f}s then {twice:.3f}s: quadratic behaviour"
+
+
+def test_an_action_at_the_end_of_a_long_run_of_openers_is_tried_early():
+    # Of a run of openers only the last MAX_NESTING + 1 are tried before the deep ones. This action opens
+    # MAX_NESTING more objects (the innermost, {"x": 1}, is flat and does not count), so it is exactly the
+    # last start still tried early; from the deep end, each start reads to the recursion limit and the work
+    # budget runs out long before the action.
+    inner = '{"x": ' * (MAX_NESTING + 1) + "1" + "}" * (MAX_NESTING + 1)
+    action = '{"tool": "finish", "args": ' + inner + "}"
+    assert parse_reply('{"note": 1} ' + '{"a": ' * 5_000 + action) == ok("finish", json.loads(action)["args"])
+
+
+def test_starts_that_look_deep_are_still_tried_last():
+    # Brackets inside strings make this action look nested 40 deep; behind a non-action it is found anyway.
+    deep = '{"tool": "finish", "args": {"answer": "' + "{" * 40 + '"}}'
+    assert parse_reply('{"note": 1} ' + deep) == ok("finish", {"answer": "{" * 40})
+    nested = '{"tool": "finish", "args": {"answer": ' + "[" * 40 + "]" * 40 + "}}"
+    assert parse_reply('{"note": 1} ' + nested) == ok("finish", {"answer": json.loads("[" * 40 + "]" * 40)})
 
 
 HOSTILE_FAILURES = [
