@@ -197,7 +197,10 @@ class Agent:
     def _repeated(self, calls) -> bool:
         if not self.repeat_limit:
             return False
-        key = json.dumps(calls, sort_keys=True, ensure_ascii=False, default=str)
+        try:
+            key = json.dumps(calls, sort_keys=True, ensure_ascii=False, default=repr)
+        except (ValueError, TypeError, RecursionError):   # arguments no JSON can hold: never a repeat
+            key = object()
         self._repeats = self._repeats + 1 if key == self._last_call else 1
         self._last_call = key
         if self._repeats >= self.repeat_limit:
@@ -252,8 +255,7 @@ class Agent:
             path = path / f"run-{stamp}.json"
         # Strict JSON in UTF-8: half an emoji (a lone surrogate) becomes U+FFFD, a NaN in a model's arguments
         # becomes the text "NaN" (allow_nan=False proves none is left), an object JSON cannot hold its str().
-        text = json.dumps(_strict(scrub(self.transcript())), ensure_ascii=False, indent=2, default=str,
-                          allow_nan=False)
+        text = json.dumps(scrub(_strict(self.transcript())), ensure_ascii=False, indent=2, allow_nan=False)
         # A temporary file beside the target, then a rename: a failure never leaves half a transcript or a
         # stray temporary file.
         write_atomically(path, (text + "\n").encode("utf-8"))
@@ -266,14 +268,27 @@ class Agent:
 
 
 def _strict(value):
-    """``value`` with what JSON cannot hold made into text: NaN and infinities, keys that are not text."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return json.dumps(value)   # "NaN", "Infinity" or "-Infinity", as text
+    """``value`` with what JSON cannot hold made into text: NaN and infinities, whole numbers too long to
+    write, keys that are not text, and any other object (its ``str``, or a note if even that fails)."""
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else json.dumps(value)   # "NaN", "Infinity" or "-Infinity"
+    if isinstance(value, int):
+        return value if value.bit_length() < 14_000 else f"(a whole number of {value.bit_length():,} bits)"
     if isinstance(value, dict):
-        return {k if isinstance(k, str) else str(k): _strict(v) for k, v in value.items()}
+        return {k if isinstance(k, str) else _strict_text(k): _strict(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_strict(v) for v in value]
-    return value
+    return _strict_text(value)
+
+
+def _strict_text(value) -> str:
+    try:
+        text = str(value)
+        return text if isinstance(text, str) else repr(type(value))
+    except Exception:
+        return f"(a {type(value).__name__} that cannot be shown)"
 
 
 def _compact(args: dict) -> str:

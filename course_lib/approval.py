@@ -16,6 +16,7 @@ import os
 import stat
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from .tools import ToolError, inside_workspace, os_problem, shorten, write_atomically
 
@@ -81,7 +82,7 @@ class ApprovalGate:
     """Hands out a ``write_file`` tool whose writes a person approves first; keeps a log of decisions."""
 
     def __init__(self, policy=None):
-        self.policy = policy or default_policy()
+        self.policy = default_policy() if policy is None else policy   # a falsy policy object is still it
         self.decisions: list[tuple[str, bool]] = []
 
     def write_file(self, path: str, content: str) -> str:
@@ -100,26 +101,28 @@ class ApprovalGate:
         except UnicodeEncodeError as e:   # half of an emoji: refused before anything is asked or touched
             raise ToolError(f"content has a character at position {e.start} that cannot be saved as UTF-8 "
                             "(half of an emoji?); send the text without it") from None
-        if isinstance(path, str) and path.rstrip().endswith(("/", "\\")):
+        if isinstance(path, str) and os.path.basename(path.rstrip().replace("\\", "/")) in ("", ".", ".."):
             raise ToolError(f"'{shorten(path)}' names a folder; give a file name such as "
                             f"'{shorten(path.rstrip())}note.txt'")
-        target = inside_workspace(path)
+        target, root = inside_workspace(path), Path.cwd().resolve()
         _check_target(target, path)
         approved, why = self._ask(WriteRequest(path, content))
         self.decisions.append((path, approved))
         if not approved:   # an error observation: the action did not happen, and the model must know
             raise ToolError(f"{why}; nothing was written. "
                             "Do not retry the same write; continue without it.")
-        try:
-            write_atomically(target, data)
-        except (OSError, RuntimeError) as e:   # the old file, if any, is still whole
+        try:   # the folder is checked again as it is opened: it may have been swapped while the person decided
+            write_atomically(target, data, inside=root)
+        except (OSError, RuntimeError, ValueError, OverflowError, MemoryError) as e:   # the old file is whole
             raise ToolError(f"{os_problem(path, e)}; nothing was changed") from None
         return f"Wrote {len(content)} characters to '{path}'."
 
     def _ask(self, request: WriteRequest) -> tuple[bool, str]:
         try:
             answer = self.policy(request)
-        except Exception as e:   # a broken policy denies; it never lets a write through
+        except KeyboardInterrupt:   # a person stopping the run stops it
+            raise
+        except BaseException as e:   # a broken policy denies; it never lets a write through
             return False, (f"the approval step failed ({type(e).__name__}: {e}), "
                            f"so writing '{shorten(request.path)}' was denied")
         if is_yes(answer):

@@ -102,6 +102,15 @@ def _error(text: str, exc: BaseException | None = None) -> Observation:
     return Observation(content=f"Error: {_relative(text)}", is_error=True, error=exc)
 
 
+def _said(e: BaseException, named: bool = True) -> str:
+    """An exception as text, even one whose own ``__str__`` fails or returns something that is not text."""
+    try:
+        message = str(e)
+    except Exception:
+        message = "(its message could not be shown)"
+    return f"{type(e).__name__}: {message}" if named else message
+
+
 def _relative(text: str) -> str:
     """The workspace's absolute path (with the learner's home folder and user name) never reaches the model,
     the provider or the transcript: an error message names paths relative to the workspace."""
@@ -157,21 +166,21 @@ def dispatch(tools: Mapping[str, Callable], name: str, args: dict) -> Observatio
     except KeyboardInterrupt:
         raise
     except BaseException as e:   # e.g. a signature inspect cannot read: the tool never ran
-        return _error(f"the call to {name} could not be checked ({type(e).__name__}: {e}).", e)
+        return _error(f"the call to {name} could not be checked ({_said(e)}).", e)
     if problem:
         return problem
     try:
         result = tools[name](**args)
     except ToolError as e:
-        return _error(f"{name}: {e}", e)
+        return _error(f"{name}: {_said(e, named=False)}", e)
     except KeyboardInterrupt:   # the one way out: a person can always stop the run
         raise
     except BaseException as e:   # sys.exit(), a cancelled task or a GeneratorExit must not end the agent
-        return _error(f"{name} raised {type(e).__name__}: {e}", e)
+        return _error(f"{name} raised {_said(e)}", e)
     try:
         return Observation(content=_as_text(result))
     except KeyboardInterrupt:
         raise
     except BaseException as e:   # e.g. a circular structure that JSON cannot hold
         return _error(f"{name} returned a {type(result).__name__} that cannot be turned into text "
-                      f"({type(e).__name__}: {e}).", e)
+                      f"({_said(e)}).", e)

@@ -19,8 +19,8 @@ import json
 import math
 import operator
 import os
+import secrets
 import stat
-import tempfile
 from functools import cache
 from pathlib import Path
 
@@ -120,6 +120,8 @@ def calculator(expression: str) -> str:
     """
     if not isinstance(expression, str):
         raise ToolError("expression must be text, for example \"24*7\"")
+    if len(expression) > 50 * MAX_EXPRESSION_CHARS:   # refused before any work: splitting megabytes costs memory
+        raise ToolError(f"the expression is longer than {MAX_EXPRESSION_CHARS} characters; split it up")
     expression = " ".join(expression.split())   # any whitespace, newlines included, counts as one space
     if not expression:
         raise ToolError("the expression is empty; send something like \"24*7\"")
@@ -145,31 +147,47 @@ def calculator(expression: str) -> str:
 MAX_READ_CHARS = 1_000_000   # the most read_file returns in one call, whatever max_chars asks for
 MAX_COUNTED = 1_000_000      # past the cut, characters are counted up to this many; beyond it, "more than"
 MAX_LISTED, MAX_SCANNED = 200, 10_000   # entries list_files shows, and looks at
+MAX_PATH_CHARS = 4096        # the usual system limit on a whole path (PATH_MAX)
 
 
 def shorten(path: str) -> str:
-    """A path as error messages show it: at most 80 characters."""
+    """A path as error messages show it: relative to the workspace, at most 80 characters."""
+    try:
+        if os.path.isabs(path) and Path(path).is_relative_to(Path.cwd()):
+            path = os.path.relpath(path)
+    except (OSError, ValueError):
+        pass
     return path if len(path) <= 80 else path[:80] + "…"
 
 
 def os_problem(path: str, e: BaseException) -> ToolError:
     """An operating-system failure, told in terms of the path the model gave: never the absolute path."""
     number = getattr(e, "errno", None)
-    if isinstance(e, RuntimeError) or number == errno.ELOOP:   # Python 3.11 reports a loop as RuntimeError
+    if isinstance(e, RecursionError):
+        why = "the path goes through too many levels of links"
+    elif isinstance(e, RuntimeError) or number == errno.ELOOP:   # Python 3.11 reports a loop as RuntimeError
         why = "a symbolic link on the way loops back on itself"
     elif number == errno.ENAMETOOLONG:
         why = "the name is too long for the file system"
     elif isinstance(e, PermissionError):
         why = "permission denied"
+    elif isinstance(e, MemoryError):
+        why = "not enough memory for that much text; ask for less"
     else:
         why = getattr(e, "strerror", None) or type(e).__name__
     return ToolError(f"cannot use '{shorten(path)}': {why}")
+
+
+# What the file system or Python may raise on a hostile path or file; each becomes a ToolError (os_problem).
+_OS_FAILURES = (OSError, RuntimeError, ValueError, OverflowError, MemoryError)
 
 
 def inside_workspace(path: str) -> Path:
     """Resolve `path` under the current directory, refusing anything that ends up outside it."""
     if not isinstance(path, str) or not path.strip():
         raise ToolError("path must be a non-empty relative path such as \"notes.txt\"")
+    if len(path) > MAX_PATH_CHARS:   # resolving a megabyte of "a/a/a/..." would take seconds
+        raise ToolError(f"the path is longer than {MAX_PATH_CHARS} characters; use a shorter one")
     if "\0" in path:
         raise ToolError("path contains a NUL byte, which no file name can hold")
     try:
@@ -179,11 +197,23 @@ def inside_workspace(path: str) -> Path:
     try:
         root = Path.cwd().resolve()
         target = (root / path).resolve()   # follows symlinks, so a link pointing outside is caught here
-    except (OSError, RuntimeError) as e:
+    except _OS_FAILURES as e:
         raise os_problem(path, e) from None
     if not target.is_relative_to(root):   # a path check, not a prefix check: /work2 is not inside /work
         raise ToolError(f"'{shorten(path)}' is outside the workspace; use a path inside the current folder")
     return target
+
+
+def _still_inside(fd: int, path: str, root: Path | None = None) -> None:
+    """The file or folder really opened is inside the workspace. A folder swapped for a symlink between the
+    check above and the open would otherwise lead outside; where the system names open files (Linux's
+    /proc/self/fd), the name of what was opened is checked again."""
+    try:
+        opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:   # no /proc here: the check in inside_workspace is all there is
+        return
+    if not opened.is_relative_to(root or Path.cwd().resolve()):
+        raise ToolError(f"'{shorten(path)}' is outside the workspace; use a path inside the current folder")
 
 
 def read_file(path: str, max_chars: int = 20000) -> str:
@@ -201,19 +231,24 @@ def read_file(path: str, max_chars: int = 20000) -> str:
     except FileNotFoundError:
         raise ToolError(f"there is no file '{shorten(path)}' in the workspace; call list_files to see what "
                         "exists") from None
-    except (OSError, RuntimeError) as e:
+    except _OS_FAILURES as e:
         raise os_problem(path, e) from None
-    kind = os.fstat(fd).st_mode
+    try:
+        kind = os.fstat(fd).st_mode
+    except _OS_FAILURES as e:
+        os.close(fd)
+        raise os_problem(path, e) from None
     if not stat.S_ISREG(kind):
         os.close(fd)
         if stat.S_ISDIR(kind):
             raise ToolError(f"'{shorten(path)}' is a folder, not a file; call list_files to see inside it")
         raise ToolError(f"'{shorten(path)}' is not a regular file (a pipe or a device); it cannot be read")
     with open(fd, encoding="utf-8", errors="replace") as f:   # bytes that are not UTF-8 become �
+        _still_inside(fd, path)
         try:
             text, rest = f.read(wanted), f.read(MAX_COUNTED)   # bounded work, however large the file
             more = f.read(1) != ""
-        except OSError as e:
+        except _OS_FAILURES as e:
             raise os_problem(path, e) from None
     if rest:
         left = f"more than {len(rest):,}" if more else f"{len(rest):,}"
@@ -235,15 +270,20 @@ def list_files(directory: str = ".") -> str:
     """
     target = inside_workspace(directory)
     try:
-        with os.scandir(target) as entries:
-            names = sorted(_entry(e.name) + ("/" if e.is_dir() else "")
-                           for e in itertools.islice(entries, MAX_SCANNED) if not e.name.startswith("."))
-            unseen = next(entries, None) is not None
+        fd = os.open(target, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            _still_inside(fd, directory)
+            with os.scandir(fd if os.scandir in os.supports_fd else target) as entries:
+                names = sorted(_entry(e.name) + ("/" if e.is_dir() else "")
+                               for e in itertools.islice(entries, MAX_SCANNED) if not e.name.startswith("."))
+                unseen = next(entries, None) is not None
+        finally:
+            os.close(fd)
     except NotADirectoryError:
         raise ToolError(f"'{shorten(directory)}' is a file, not a folder; call read_file to read it") from None
     except FileNotFoundError:
         raise ToolError(f"there is no folder '{shorten(directory)}' in the workspace") from None
-    except (OSError, RuntimeError) as e:
+    except _OS_FAILURES as e:
         raise os_problem(directory, e) from None
     if not names and not unseen:
         return f"'{shorten(directory)}' is empty"
@@ -253,35 +293,44 @@ def list_files(directory: str = ".") -> str:
     return "\n".join(names[:MAX_LISTED]) + more
 
 
-def write_atomically(target: Path, data: bytes) -> None:
+def write_atomically(target: Path, data: bytes, *, inside: Path | None = None) -> None:
     """Write ``data`` to a temporary file beside ``target``, then rename it over ``target``.
 
-    Until the rename the old file is untouched, so a failure at any point (a full disk, a crash) loses
-    nothing and leaves no temporary file behind; and a rename replaces a hard link instead of writing
-    through it into a file elsewhere. A file that existed keeps its permissions."""
+    Until the rename the old file is untouched, so a failure at any point (a full disk, an error) loses
+    nothing and removes the temporary file (only a killed process can leave a hidden ``.name.….tmp``); and a
+    rename replaces a hard link or a symlink instead of writing through it. A file that existed keeps its
+    permissions. With ``inside``, the folder written to must still be inside that folder when it is opened.
+    Everything happens relative to the opened folder, so swapping it for a symlink midway changes nothing."""
+    temporary = f".{target.name[:50]}.{secrets.token_hex(6)}.tmp"
     target.parent.mkdir(parents=True, exist_ok=True)
+    relative = os.open in os.supports_dir_fd   # POSIX; elsewhere (Windows) the same steps by path name
+    folder = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if relative else None
+    at = {"dir_fd": folder} if relative else {}
+    name, temporary = (target.name, temporary) if relative else (str(target), str(target.parent / temporary))
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
-    except FileNotFoundError:
-        mode = 0o666 & ~_umask()
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name[:50]}.", suffix=".tmp")
-    try:
-        with open(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
+        if inside is not None and folder is not None:
+            _still_inside(folder, str(target), inside)
+        try:
+            old = os.stat(name, follow_symlinks=False, **at)
+            mode = stat.S_IMODE(old.st_mode) if stat.S_ISREG(old.st_mode) else None
+        except FileNotFoundError:
+            mode = None   # a new file: os.open's 0o666, less the umask, as any program would make it
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666, **at)
+        try:
+            with open(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+                if mode is not None:   # a file that existed keeps its permissions
+                    os.chmod(f.fileno() if os.chmod in os.supports_fd else temporary, mode)
+            os.replace(temporary, name, **({"src_dir_fd": folder, "dst_dir_fd": folder} if at else {}))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, **at)
+            raise
+    finally:
+        if folder is not None:
+            os.close(folder)
 
 
 # ---------------------------------------------------------------- knowledge

@@ -64,7 +64,7 @@ def test_an_approved_overwrite_that_cannot_be_encoded_leaves_the_old_file_whole(
 def test_a_write_that_fails_half_way_keeps_the_old_file_and_leaves_no_temporary_file(workspace, monkeypatch):
     (workspace / "plan.txt").write_text("the real plan", encoding="utf-8")
 
-    def disk_full(src, dst):
+    def disk_full(src, dst, **where):
         raise OSError(errno.ENOSPC, "No space left on device", str(dst))
     monkeypatch.setattr(tools.os, "replace", disk_full)
     obs = dispatch({"write_file": ApprovalGate(approve).write_file}, "write_file",
@@ -80,7 +80,7 @@ def test_a_failed_save_leaves_no_stray_temporary_file(workspace, monkeypatch):
     agent.run("anything")
     (workspace / "runs").mkdir()
     (workspace / "runs" / "last.json").write_text('{"old": true}', encoding="utf-8")
-    monkeypatch.setattr(tools.os, "replace", lambda src, dst: (_ for _ in ()).throw(OSError(errno.EIO, "I/O")))
+    monkeypatch.setattr(tools.os, "replace", lambda src, dst, **where: (_ for _ in ()).throw(OSError(errno.EIO, "I/O")))
     with pytest.raises(OSError):
         agent.save("runs/last.json")
     assert everything_in(workspace / "runs") == ["last.json"]
@@ -198,10 +198,17 @@ def test_a_symlink_loop_is_a_tool_error_in_workspace_terms(workspace, tool, args
 
 @pytest.mark.parametrize("tool, key", [("read_file", "path"), ("list_files", "directory"), ("write_file", "path")])
 def test_a_name_too_long_is_a_tool_error(workspace, tool, key):
-    args = {key: "x" * 5000, **({"content": "x"} if tool == "write_file" else {})}
+    args = {key: "x" * 1000, **({"content": "x"} if tool == "write_file" else {})}   # a name over 255 bytes
     obs = dispatch(file_tools(), tool, args)
-    assert_clean(obs, workspace, "too long")
-    assert len(obs.content) < 300, "the 5,000-character name is shortened in the message"
+    assert_clean(obs, workspace, "too long for the file system")
+    assert len(obs.content) < 300, "the 1,000-character name is shortened in the message"
+
+
+@pytest.mark.parametrize("tool, key", [("read_file", "path"), ("list_files", "directory"), ("write_file", "path")])
+def test_a_path_too_long_is_refused_before_any_work(workspace, tool, key):
+    args = {key: "a/" * 300_000 + "x", **({"content": "x"} if tool == "write_file" else {})}
+    box = finishes(dispatch, file_tools(), tool, args)   # resolving it would take seconds per megabyte
+    assert_clean(box["value"], workspace, f"longer than {tools.MAX_PATH_CHARS} characters")
 
 
 @pytest.mark.parametrize("tool, key", [("read_file", "path"), ("list_files", "directory"), ("write_file", "path")])
@@ -426,3 +433,199 @@ def test_overflow_and_underflow_say_which_way_it_went():
         calculator("1e308*10")
     with pytest.raises(ToolError, match="rounded to 0"):
         calculator("1e-308/1e100")
+
+
+# ------------------------------------------------------------------ found by a red-team review (issue 11)
+def swap_for_link(folder, outside):
+    """Replace `folder` by a symlink to `outside`, as an attacker racing the tool would."""
+    os.rename(folder, str(folder) + "_old")
+    os.symlink(outside, folder)
+
+
+def test_a_folder_swapped_for_a_link_while_the_person_decides_is_not_written_through(tmp_path, workspace):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "notes").mkdir()
+
+    def sneaky(request):   # anything that acts while the approval buttons are up
+        swap_for_link(workspace / "notes", outside)
+        return True
+    obs = dispatch({"write_file": ApprovalGate(sneaky).write_file}, "write_file",
+                   {"path": "notes/p.txt", "content": "PWNED"})
+    assert obs.is_error and "outside the workspace" in obs.content
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="the opened file is named through /proc")
+@pytest.mark.parametrize("tool, args", [("read_file", {"path": "real/secret.txt"}),
+                                        ("list_files", {"directory": "real"})])
+def test_a_folder_swapped_for_a_link_between_check_and_open_is_caught(tmp_path, workspace, monkeypatch, tool, args):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("outside secret", encoding="utf-8")
+    (workspace / "real").mkdir()
+    (workspace / "real" / "secret.txt").write_text("inside", encoding="utf-8")
+    real_open, swapped = os.open, []
+
+    def racing_open(path, *rest, **kw):   # the swap lands exactly in the window between check and open
+        if not swapped:
+            swapped.append(swap_for_link(workspace / "real", outside))
+        return real_open(path, *rest, **kw)
+    monkeypatch.setattr(tools.os, "open", racing_open)
+    obs = dispatch(file_tools(), tool, args)
+    assert swapped and obs.is_error and "outside the workspace" in obs.content
+    assert "outside secret" not in obs.content and "secret.txt" not in obs.content.split("'")[-1]
+
+
+@pytest.mark.parametrize("reply, phrase", [
+    ({"text": "", "tool_calls": 5}, '"tool_calls" must be a list'),
+    ({"text": "x", "stop": ["refused"]}, "unknown stop"),
+    ({"text": "hi", "usage": "lots"}, "usage must be a dict of whole numbers"),
+    ({"text": "hi", "usage": {"input_tokens": "ten"}}, "usage must be a dict of whole numbers"),
+    ({"tool_calls": [{"name": 7, "args": {}}]}, 'needs a "name"'),
+])
+def test_a_scripted_reply_of_the_wrong_shape_ends_the_run_with_a_sentence(reply, phrase):
+    for native in (False, True):
+        agent = Agent(default_tools(), ScriptedModel([reply], native_tools=native))
+        answer = agent.run("go")
+        assert agent.stop_reason == "model_error" and phrase in answer, answer
+
+
+def test_a_reply_object_of_the_wrong_shape_is_refused_where_it_is_made():
+    from course_lib.models.base import ModelError, Reply, ToolCall
+    for make, phrase in [(lambda: Reply(stop="bogus"), "unknown stop"),
+                         (lambda: Reply(tool_calls=({"name": "x"},)), "tuple of ToolCall"),
+                         (lambda: Reply(text=None), "text must be text"),
+                         (lambda: ToolCall(name=None, args={}), "must be text")]:
+        with pytest.raises(ModelError, match=phrase):
+            make()
+
+
+def nested(depth):
+    value = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("args", [{"expression": nested(600)}, {"expression": nested(65)}])
+def test_arguments_nested_absurdly_deep_end_the_run_cleanly(args):
+    agent = Agent(default_tools(), ScriptedModel([{"tool_calls": [{"name": "calculator", "args": args}]}],
+                                                 native_tools=True))
+    assert "nested more than 64 levels deep" in agent.run("go") and agent.stop_reason == "model_error"
+
+
+def test_a_self_containing_argument_ends_the_run_cleanly():
+    loop = []
+    loop.append(loop)
+    loop.append(loop)   # it doubles at every level
+    agent = Agent(default_tools(), ScriptedModel([{"tool_calls": [{"name": "calculator", "args": {"x": loop}}]}],
+                                                 native_tools=True))
+    assert "nested more than" in agent.run("go")
+
+
+def test_deep_arguments_from_a_real_api_reply_are_a_model_error():
+    from course_lib.models.base import ModelError
+    from course_lib.models.openai import reply_from_openai
+    deep = '{"expression": ' + "[" * 600 + "1" + "]" * 600 + "}"
+    message = {"choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
+               "tool_calls": [{"id": "c1", "type": "function",
+                               "function": {"name": "calculator", "arguments": deep}}]}}]}
+    with pytest.raises(ModelError, match="nested"):
+        reply_from_openai(message)
+    deeper = '{"expression": ' + "[" * 5000 + "1" + "]" * 5000 + "}"   # deeper than json.loads can go
+    message["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = deeper
+    obs = Agent(default_tools(), ScriptedModel([reply_from_openai(message)], native_tools=True))
+    assert obs.run("go") and obs.trace[0].runs[0].observation.is_error   # "arguments must be a JSON object"
+
+
+def test_save_writes_strict_json_whatever_the_arguments_hold(workspace):
+    from pathlib import Path
+
+    class Unprintable:
+        def __str__(self):
+            raise ValueError("no")
+    args = {"path": Path("a\ud83d"), "big": 10**5000, "odd": Unprintable(), "set": {1, 2}, (1, 2): "tuple key"}
+    agent = Agent(default_tools(), ScriptedModel([{"tool_calls": [{"name": "calculator", "args": args}]},
+                                                 {"text": "done"}], native_tools=True))
+    agent.run("go")
+    saved = strict_load(agent.save("run.json"))
+    call = saved["history"][2]["tool_calls"][0]["args"]
+    assert call["path"] == "a\ufffd" and call["big"] == "(a whole number of 16,610 bits)"
+    assert call["odd"] == "(a Unprintable that cannot be shown)" and call["(1, 2)"] == "tuple key"
+    assert everything_in(workspace) == ["run.json"]
+
+
+def test_an_exception_that_cannot_say_what_it_is_still_becomes_an_observation():
+    class Mute(Exception):
+        def __str__(self):
+            raise ValueError("str broke")
+
+    def tool() -> str:
+        """Fails oddly."""
+        raise Mute()
+
+    def refuses() -> str:
+        """Refuses oddly."""
+        raise ToolError(Mute())
+    obs = dispatch({"tool": tool}, "tool", {})
+    assert obs.is_error and "Mute: (its message could not be shown)" in obs.content
+    assert dispatch({"refuses": refuses}, "refuses", {}).is_error
+
+
+@pytest.mark.parametrize("failure", [MemoryError(), ValueError("odd"), OverflowError("big")])
+def test_any_failure_inside_a_file_tool_is_a_tool_error(workspace, monkeypatch, failure):
+    (workspace / "a.txt").write_text("text", encoding="utf-8")
+
+    def broken(*args, **kwargs):
+        raise failure
+    gate = ApprovalGate(approve)
+    for module, name, call, phrase in [(tools.secrets, "token_hex", lambda: gate.write_file("a.txt", "new"),
+                                        "nothing was changed"),
+                                       (tools.os, "scandir", lambda: list_files("."), "cannot use '.'"),
+                                       (tools.os, "fstat", lambda: read_file("a.txt"), "cannot use 'a.txt'")]:
+        with monkeypatch.context() as patch:   # undone at once: pytest itself needs os.scandir
+            patch.setattr(module, name, broken)
+            with pytest.raises(ToolError, match=phrase):
+                call()
+    assert (workspace / "a.txt").read_text(encoding="utf-8") == "text" and everything_in(workspace) == ["a.txt"]
+
+
+@pytest.mark.parametrize("path", ["foo/.", "newdir/sub/..", "foo/.\n", ".", "..", "notes\\.."])
+def test_a_path_that_names_a_folder_never_creates_a_file(workspace, path):
+    with pytest.raises(ToolError, match="names a folder"):
+        ApprovalGate(approve).write_file(path, "x")
+    assert everything_in(workspace) == []
+
+
+@pytest.mark.parametrize("exc", [SystemExit(0), asyncio.CancelledError(), GeneratorExit()])
+def test_a_policy_that_raises_anything_denies(workspace, exc):
+    def policy(request):
+        raise exc
+    gate = ApprovalGate(policy)
+    with pytest.raises(ToolError, match="approval step failed"):
+        gate.write_file("a.txt", "x")
+    assert gate.decisions == [("a.txt", False)] and not (workspace / "a.txt").exists()
+
+
+def test_a_falsy_policy_object_is_still_the_policy(workspace, monkeypatch):
+    monkeypatch.setenv("COURSE_APPROVAL", "approve")
+
+    class AllowList(list):
+        def __call__(self, request):
+            return request.path in self
+    gate = ApprovalGate(AllowList())
+    assert gate.policy == [] and isinstance(gate.policy, AllowList)
+    with pytest.raises(ToolError, match="did not approve"):
+        gate.write_file("a.txt", "x")
+
+
+def test_an_absolute_path_inside_the_workspace_is_shown_relative(workspace, monkeypatch):
+    long_name = workspace / ("d" * 90) / "missing.txt"
+    obs = dispatch(file_tools(), "read_file", {"path": str(long_name)})
+    assert obs.is_error and str(workspace) not in obs.content and "'ddd" in obs.content
+
+
+def test_a_huge_expression_is_refused_before_any_work():
+    box = finishes(calculator, "1 + " * 5_000_000)
+    assert "longer than 200 characters" in str(box["error"])

@@ -37,11 +37,22 @@ class ContextFullError(ModelError):
     stop_reason = "context_full"
 
 
+MAX_ARGS_DEPTH = 64   # tool arguments nested deeper than this are not a real call (and would exhaust the stack)
+
+
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     name: str
     args: dict
     id: str = ""
+
+    def __post_init__(self):   # a malformed call is the model's (or the script's) fault: a ModelError sentence
+        if not isinstance(self.name, str) or not isinstance(self.id, str):
+            raise ModelError(f"a tool call's name and id must be text, not {type(self.name).__name__} "
+                             f"and {type(self.id).__name__}")
+        if _deeper_than(self.args, MAX_ARGS_DEPTH):
+            raise ModelError(f"the arguments of the call to {self.name[:60]} are nested more than "
+                             f"{MAX_ARGS_DEPTH} levels deep")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +64,18 @@ class Reply:
     provider_stop: str | None = None   # the provider's own stop/finish reason, e.g. "end_turn", "length"
     thinking: str = ""          # thinking text, when the provider returns it (often it does not)
     raw: dict | None = field(default=None, repr=False)   # {"format": "anthropic", "content": [blocks as sent]}
+
+    def __post_init__(self):
+        problem = ("text must be text" if not isinstance(self.text, str) else
+                   "tool_calls must be a tuple of ToolCall" if not isinstance(self.tool_calls, tuple)
+                   or not all(isinstance(c, ToolCall) for c in self.tool_calls) else
+                   f"unknown stop {self.stop!r}: use one of {', '.join(STOPS)} or leave it out"
+                   if self.stop is not None and (not isinstance(self.stop, str) or self.stop not in STOPS) else
+                   "usage must be a dict of whole numbers, e.g. {'input_tokens': 12, 'output_tokens': 3}"
+                   if self.usage is not None and (not isinstance(self.usage, dict) or not all(
+                       v is None or type(v) is int for v in self.usage.values())) else None)
+        if problem:
+            raise ModelError(f"a Reply's {problem}")
 
     def __repr__(self) -> str:   # the fields that say something: a plain reply stays one short line
         shown = [f"text={self.text!r}", f"tool_calls={self.tool_calls!r}", f"usage={self.usage!r}"]
@@ -70,10 +93,11 @@ class Reply:
             _only(value, _REPLY_KEYS, "a reply")
             if not isinstance(value.get("text", ""), str):
                 raise ModelError(f'a reply\'s "text" must be text, not {type(value["text"]).__name__}')
-            calls = tuple(_tool_call(c, i) for i, c in enumerate(value.get("tool_calls") or ()))
+            calls = value.get("tool_calls") or ()
+            if not isinstance(calls, (list, tuple)):
+                raise ModelError(f'a reply\'s "tool_calls" must be a list of calls, not {type(calls).__name__}')
+            calls = tuple(_tool_call(c, i) for i, c in enumerate(calls))
             stop = value.get("stop")
-            if stop is not None and stop not in STOPS:
-                raise ModelError(f"unknown stop {stop!r}: use one of {', '.join(STOPS)} or leave it out")
             return cls(text=value.get("text", ""), tool_calls=calls, usage=value.get("usage"), stop=stop,
                        provider_stop=value.get("provider_stop"), thinking=value.get("thinking", ""))
         raise ModelError(f"a model reply must be text, a dict or a Reply, not {type(value).__name__}")
@@ -106,6 +130,15 @@ def _tool_call(call, i: int) -> ToolCall:
 
 
 def scrub(value):
+    """``value`` with every lone surrogate (half an emoji) replaced by U+FFFD; see ``_scrub``. Data nested so
+    deep that it exhausts the stack (a hostile reply) is a ModelError, not a RecursionError."""
+    try:
+        return _scrub(value)
+    except RecursionError:
+        raise ModelError("the reply is nested too deeply to read; ask for flatter arguments") from None
+
+
+def _scrub(value):
     """``value`` with every lone surrogate (half an emoji, e.g. from a JSON ``"\\ud83d"``) replaced by U+FFFD.
 
     Such text cannot be encoded as UTF-8, so the SDKs and ``json`` writers would raise on it. Pairs that
@@ -117,7 +150,22 @@ def scrub(value):
         except UnicodeEncodeError:
             return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, dict):
-        return {scrub(k): scrub(v) for k, v in value.items()}
+        return {_scrub(k): _scrub(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return type(value)(scrub(v) for v in value)
+        return type(value)(_scrub(v) for v in value)
     return value
+
+
+def _deeper_than(value, limit: int) -> bool:
+    """Whether lists and dicts nest more than ``limit`` deep, found level by level (no recursion, so a
+    self-containing list or 10,000 levels cannot exhaust the stack)."""
+    level, seen = [value], 0
+    for _ in range(limit + 1):
+        level = [v for c in level if isinstance(c, (dict, list, tuple))
+                 for v in (c.values() if isinstance(c, dict) else c)]
+        seen += len(level)
+        if not level:
+            return False
+        if seen > 1_000_000:   # a list that holds itself twice doubles at every level: stop counting
+            return True
+    return True

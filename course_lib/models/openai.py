@@ -48,7 +48,7 @@ def _arguments(raw):
         return raw
     try:
         value = json.loads(raw or "{}")
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return raw   # the dispatcher answers "arguments must be a JSON object" and the model can retry
     return value
 
