@@ -66,6 +66,8 @@ class Reply:
     raw: dict | None = field(default=None, repr=False)   # {"format": "anthropic", "content": [blocks as sent]}
 
     def __post_init__(self):
+        if type(self.text) is str and self.tool_calls == () and self.stop is None and self.usage is None:
+            return   # the common plain reply: nothing to check (the loop makes one every step)
         problem = ("text must be text" if not isinstance(self.text, str) else
                    "tool_calls must be a tuple of ToolCall" if not isinstance(self.tool_calls, tuple)
                    or not all(isinstance(c, ToolCall) for c in self.tool_calls) else
