@@ -12,7 +12,6 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -23,15 +22,7 @@ from course_lib.agent import Agent  # noqa: E402
 from course_lib.models import ScriptedModel  # noqa: E402
 from course_lib.models.scripted import SCENARIOS  # noqa: E402
 from course_lib.parsing import parse_reply  # noqa: E402
-
-
-def best_of(repeats: int, func) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return min(times)
+from parse_bench import best_of  # noqa: E402  (benchmarks/parse_bench.py)
 
 
 def import_time_ms(statement: str) -> float:
@@ -98,7 +89,7 @@ def main() -> None:
     print(f"loop, 'repeat' script (search):  {loop_steps_per_second('repeat', 400):8,.0f} steps/s")
     print(f"parse_reply, short action:       {parse_ms(action) * 1000:6.1f} µs")
     print(f"parse_reply, 1 MB prose+action:  {parse_ms(one_mb):6.1f} ms")
-    import parse_bench   # benchmarks/parse_bench.py: every hostile shape beside json.loads of 1 MB
+    import parse_bench   # every hostile shape beside json.loads of 1 MB
     print("\n".join(parse_bench.report()))
 
 if __name__ == "__main__":
