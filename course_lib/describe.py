@@ -97,7 +97,7 @@ def _arg_docs(doc: str) -> dict[str, str]:
     for i, line in enumerate(lines):
         if line.strip() in ("Args:", "Arguments:", "Parameters:"):
             header = len(line) - len(line.lstrip())
-            current = None
+            current, param_indent = None, 0
             for body in lines[i + 1:]:
                 indent = len(body) - len(body.lstrip())
                 if body.strip() and indent <= header:
