@@ -75,7 +75,7 @@ YES = ("y", "yes", "approve", "approved", "allow")   # what a policy may return 
 def is_yes(answer) -> bool:
     """Only an explicit yes approves: ``True`` or a word in ``YES``. ``"no"``, ``"deny"``, ``1``, ``None``
     and anything else deny (``bool("no")`` is True, so a plain ``bool()`` would fail open)."""
-    return answer is True or (isinstance(answer, str) and answer.strip().lower() in YES)
+    return answer is True or (type(answer) is str and answer.strip().lower() in YES)   # a str subclass could lie
 
 
 class ApprovalGate:

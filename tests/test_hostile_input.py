@@ -153,6 +153,16 @@ def test_only_an_explicit_yes_approves(workspace, answer):
     assert not (workspace / "a.txt").exists() and gate.decisions == [("a.txt", False)]
 
 
+class Sly(str):
+    def strip(self, *chars):
+        return "yes"
+
+
+@pytest.mark.parametrize("answer", [Sly("no"), "yes\u200b", "ｙｅｓ", b"yes"])
+def test_text_that_only_pretends_to_say_yes_denies(workspace, answer):
+    assert not is_yes(answer)
+
+
 @pytest.mark.parametrize("answer", [True, *YES, "Yes", " YES "])
 def test_a_yes_approves(workspace, answer):
     assert is_yes(answer)
