@@ -639,3 +639,12 @@ def test_an_absolute_path_inside_the_workspace_is_shown_relative(workspace, monk
 def test_a_huge_expression_is_refused_before_any_work():
     box = finishes(calculator, "1 + " * 5_000_000)
     assert "longer than 200 characters" in str(box["error"])
+
+
+def test_the_limits_the_readme_states_are_the_limits_in_the_code():
+    from pathlib import Path
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("What the library holds to on hostile input"):readme.index("## Performance")]
+    assert f"up to {tools.MAX_READ_CHARS:,}" in section and f"more than {tools.MAX_COUNTED:,} more" in section
+    assert f"{tools.MAX_SCANNED:,} entries at most" in section and f"at most {tools.MAX_PATH_CHARS:,} characters" in section
+    assert all(f'"{word}"' in section for word in YES)
