@@ -1,9 +1,9 @@
 """A person in the loop: ``ApprovalGate`` gives the agent a ``write_file`` tool that asks before it writes.
 
 The write is sandboxed like ``read_file`` (only inside the workspace, the current folder). Before it
-happens, the gate asks: with Approve / Deny buttons in a notebook (``course_lib.widgets``), with a y/n
-prompt in a terminal (``course demo``), and, where nobody can answer (CI, a script without a terminal),
-it denies. Only an explicit yes approves: any other answer, or a policy that fails, is a no. The write itself
+happens, the gate asks: with Approve / Deny buttons in a notebook open in JupyterLab (``course_lib.widgets``),
+with a y/n prompt in a terminal (``course demo``), and, where nobody can answer (CI, a script without a
+terminal, a notebook run by nbconvert, papermill or a grader), it denies at once, saying why. Only an explicit yes approves: any other answer, or a policy that fails, is a no. The write itself
 is atomic (a temporary file, then a rename), so a failure never leaves a half-written or emptied file.
 A denied write is not an error in the program: the model receives an observation saying the
 person said no, and can continue without it.
@@ -51,17 +51,38 @@ def ask_in_terminal(request: WriteRequest) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
+def deny_headless(request: WriteRequest) -> bool:
+    """The notebook policy when no screen is attached (nbconvert, papermill, a grader): nobody could click, so
+    waiting would only hang the run. Says so in the cell's output and denies at once."""
+    print(f"Nobody can approve here: this notebook runs without a screen (nbconvert, papermill or a grader), "
+          f"so writing '{request.path}' was denied at once. Set COURSE_APPROVAL=approve to allow writes in "
+          "such runs, or open the notebook in JupyterLab to decide with the buttons.")
+    return False
+
+
+deny_headless.why_no = "nobody was there to approve"   # the observation's words (ApprovalGate._ask)
+
+
 def _in_notebook() -> bool:
     shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
 
 
+def _screen_attached() -> bool:
+    """A kernel that JupyterLab (jupyter_server) started for a notebook has JPY_SESSION_NAME, the notebook's
+    path; nbconvert, papermill and the course's grader start kernels without it."""
+    return bool(os.environ.get("JPY_SESSION_NAME"))
+
+
 def default_policy():
-    """Who decides: COURSE_APPROVAL if set, else buttons in a notebook, a prompt in a terminal, else deny."""
+    """Who decides: COURSE_APPROVAL if set; in a notebook, buttons when a screen is attached (or with
+    COURSE_APPROVAL=ask) and an immediate no when not; a prompt in a terminal; else deny."""
     chosen = os.environ.get("COURSE_APPROVAL", "").strip().lower()
     if chosen in ("approve", "deny"):
         return approve if chosen == "approve" else deny
     if _in_notebook():
+        if not (_screen_attached() or chosen == "ask"):
+            return deny_headless
         from .widgets import ask_with_buttons
         return ask_with_buttons
     if chosen == "ask" or sys.stdin.isatty():
@@ -127,7 +148,8 @@ class ApprovalGate:
                            f"so writing '{shorten(request.path)}' was denied")
         if is_yes(answer):
             return True, ""
-        return False, f"the person did not approve writing '{shorten(request.path)}'"
+        who = getattr(self.policy, "why_no", None) or "the person did not approve"
+        return False, f"{who} writing '{shorten(request.path)}'"
 
 
 def _check_target(target, path: str) -> None:

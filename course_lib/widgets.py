@@ -106,7 +106,10 @@ class AgentStepper:
 
 
 def ask_with_buttons(request, timeout: float = 600.0) -> bool:
-    """Show the write and Approve / Deny buttons; wait (up to ``timeout`` seconds) for a click."""
+    """Show the write and Approve / Deny buttons; wait (up to ``timeout`` seconds) for a click.
+
+    While it waits, the box says the notebook is paused; after the decision the buttons give way to the
+    outcome, so a glance at the output tells what happened."""
     from IPython.display import display
     from jupyter_ui_poll import ui_events
 
@@ -116,7 +119,9 @@ def ask_with_buttons(request, timeout: float = 600.0) -> bool:
     approve.on_click(lambda _: decision.setdefault("ok", True))
     deny.on_click(lambda _: decision.setdefault("ok", False))
     note = w.HTML(f"<b>The agent asks to</b> <pre style='margin:0'>{html.escape(request.preview())}</pre>")
-    box = w.VBox([note, w.HBox([approve, deny])], layout=w.Layout(border="1px solid #bbb", padding="6px"))
+    status = w.HTML("<b>⏸ Paused — waiting for your decision; other cells will wait.</b>")
+    box = w.VBox([note, w.HBox([approve, deny]), status],
+                 layout=w.Layout(border="1px solid var(--jp-border-color1, #bbb)", padding="6px"))
     display(box)
     deadline = time.monotonic() + timeout
     with ui_events() as poll:   # let the button clicks reach the kernel while this cell waits
@@ -124,6 +129,8 @@ def ask_with_buttons(request, timeout: float = 600.0) -> bool:
             poll(10)
             time.sleep(0.05)
     approved = decision.get("ok", False)
-    approve.disabled = deny.disabled = True
-    note.value += f"<b>{'approved' if approved else 'denied'}</b>" + ("" if "ok" in decision else " (no answer in time)")
+    outcome = ("✓ You approved this write." if approved else
+               "✗ You denied this write: nothing is written." if "ok" in decision else
+               f"✗ No answer within {timeout:g} s: denied, nothing is written.")
+    box.children = (note, w.HTML(f"<b>{outcome}</b>"))
     return approved

@@ -80,3 +80,74 @@ def test_write_file_is_a_describable_tool():
     gate = ApprovalGate(deny)
     assert tool_description({"write_file": gate.write_file}).startswith("- write_file(path: str, content: str):")
     assert tool_schema(gate.write_file)["required"] == ["path", "content"]
+
+
+# ------------------------------------------------------------------ a notebook run without a screen never waits
+def test_in_a_notebook_without_a_screen_the_policy_denies_at_once(monkeypatch):
+    from course_lib import approval
+    from course_lib.widgets import ask_with_buttons
+    monkeypatch.setattr(approval, "_in_notebook", lambda: True)
+    monkeypatch.delenv("COURSE_APPROVAL", raising=False)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    assert default_policy() is approval.deny_headless          # nbconvert, papermill, a grader
+    monkeypatch.setenv("JPY_SESSION_NAME", "notebooks/06_agent_class.ipynb")
+    assert default_policy() is ask_with_buttons                  # JupyterLab started this kernel
+    monkeypatch.delenv("JPY_SESSION_NAME")
+    monkeypatch.setenv("COURSE_APPROVAL", "ask")
+    assert default_policy() is ask_with_buttons                  # asked for explicitly
+    monkeypatch.setenv("COURSE_APPROVAL", "deny")
+    assert default_policy() is deny
+
+
+def test_the_headless_denial_says_why_in_the_cell_and_to_the_model(workspace, capsys):
+    from course_lib.approval import deny_headless
+    obs = dispatch({"write_file": ApprovalGate(deny_headless).write_file}, "write_file",
+                   {"path": "notes/a.txt", "content": "x"})
+    assert obs.is_error and "nobody was there to approve writing 'notes/a.txt'; nothing was written" in obs.content
+    assert "Nobody can approve here" in capsys.readouterr().out and not (workspace / "notes").exists()
+
+
+@pytest.mark.parametrize("click, approved, outcome", [(0, True, "✓ You approved this write."),
+                                                      (1, False, "✗ You denied this write: nothing is written."),
+                                                      (None, False, "✗ No answer within 0.2 s: denied")])
+def test_the_buttons_say_the_notebook_is_paused_then_what_was_decided(monkeypatch, click, approved, outcome):
+    pytest.importorskip("ipywidgets")
+    import contextlib
+
+    import IPython.display
+    import jupyter_ui_poll
+    from course_lib.widgets import ask_with_buttons
+    shown, seen = [], []
+    monkeypatch.setattr(IPython.display, "display", lambda box: shown.append(box))
+
+    @contextlib.contextmanager
+    def ui_events():   # stands in for the front end: it sees the box, then clicks
+        def poll(n):
+            box = shown[0]
+            seen.append(box.children[-1].value)
+            if click is not None:
+                box.children[1].children[click].click()
+        yield poll
+    monkeypatch.setattr(jupyter_ui_poll, "ui_events", ui_events)
+    assert ask_with_buttons(WriteRequest("a.txt", "text"), timeout=0.2) is approved
+    assert "Paused — waiting for your decision; other cells will wait" in seen[0]
+    box = shown[0]
+    assert len(box.children) == 2 and outcome in box.children[1].value   # the buttons are gone
+    assert "write 4 characters to &#x27;a.txt&#x27;" in box.children[0].value   # escaped HTML
+
+
+def test_jupyter_nbconvert_runs_lesson_06_to_the_end_without_anyone_clicking(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).parent.parent
+    env = {k: v for k, v in os.environ.items() if k not in ("COURSE_APPROVAL", "JPY_SESSION_NAME")}
+    jupyter = Path(sys.executable).with_name("jupyter")
+    result = subprocess.run([str(jupyter), "nbconvert", "--to", "notebook", "--execute",
+                             "--ExecutePreprocessor.timeout=120", "--output-dir", str(tmp_path),
+                             str(root / "notebooks" / "06_agent_class.ipynb")],
+                            capture_output=True, text=True, env=env, timeout=600)   # a hang guard only
+    assert result.returncode == 0, result.stderr[-2000:]
+    executed = (tmp_path / "06_agent_class.ipynb").read_text(encoding="utf-8")
+    assert "Nobody can approve here" in executed and "nobody was there to approve writing" in executed
