@@ -168,7 +168,7 @@ def tool_schema(func: Callable) -> dict:
         prop = {**_json_type(hints[p.name], where), "description": docs[p.name]}
         if p.default is inspect.Parameter.empty:
             required.append(p.name)
-        else:
+        elif p.default is not None:   # None means "leave it out": a null default would contradict the type
             try:
                 json.dumps(p.default)
             except (TypeError, ValueError):

@@ -157,7 +157,7 @@ def test_required_lists_exactly_the_parameters_without_defaults():
     assert schema["required"] == ["city", "nights"]
     assert list(schema["properties"]) == ["city", "nights", "breakfast", "note"]
     assert schema["properties"]["breakfast"]["default"] is False
-    assert schema["properties"]["note"]["default"] is None
+    assert "default" not in schema["properties"]["note"]   # None: left out, not a null that contradicts "string"
     assert "default" not in schema["properties"]["city"]
     assert schema["additionalProperties"] is False
 
@@ -291,3 +291,32 @@ def test_a_default_that_json_cannot_hold_is_refused_when_the_schema_is_built():
 
     with pytest.raises(ValueError, match="cannot be written as JSON"):
         tool_schema(save)
+
+
+def test_an_optional_parameter_whose_default_is_none_is_simply_left_out():
+    from typing import Optional
+
+    def plan(city: str, note: str | None = None, limit: Optional[int] = None, nights: int = 1) -> str:
+        """Plan a trip.
+
+        Args:
+            city: where to go.
+            note: anything to add; leave it out if there is nothing.
+            limit: a cost limit, if any.
+            nights: how many nights.
+        """
+        return city
+    schema = tool_schema(plan)
+    assert schema["properties"]["note"] == {"type": "string",
+                                            "description": "anything to add; leave it out if there is nothing."}
+    assert "default" not in schema["properties"]["limit"] and schema["properties"]["nights"]["default"] == 1
+    assert schema["required"] == ["city"]
+
+
+def test_every_default_in_the_default_tools_fits_its_own_type():
+    from course_lib import default_tools
+    kinds = {"string": str, "integer": int, "number": (int, float), "boolean": bool}
+    for name, func in default_tools().items():
+        for prop in tool_schema(func)["properties"].values():
+            if "default" in prop and "type" in prop:
+                assert isinstance(prop["default"], kinds[prop["type"]]), (name, prop)
