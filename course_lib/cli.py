@@ -184,6 +184,7 @@ def cmd_doctor(args) -> int:
     problems += _print_settings()
     if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("OPENAI_API_KEY")):
         print("No API key: every notebook still runs, with scripted models and a local stand-in server.")
+    print(_korean_font())
     print()
     problems += _check_model_ids()
     print()
@@ -204,6 +205,23 @@ def cmd_doctor(args) -> int:
         problems += problem is not None
         print(f"{nb.name:<32} {problem or 'kernel ok'}")
     return 1 if problems else 0
+
+
+def _korean_font() -> str:
+    """Whether a font with Korean glyphs is installed; the lessons' Korean text shows as boxes without one."""
+    import shutil
+    import subprocess
+    if shutil.which("fc-list") is None:   # macOS and Windows ship Korean fonts; Linux uses fontconfig
+        return "Korean font cannot check (no fc-list); macOS and Windows include one"
+    try:
+        found = subprocess.run(["fc-list", ":lang=ko", "family"], capture_output=True, text=True,
+                               timeout=20).stdout.split("\n")[0].split(",")[0].strip()
+    except (OSError, subprocess.SubprocessError):
+        found = ""
+    if found:
+        return f"Korean font {found}"
+    return ("Korean font none found: Korean text in the lessons shows as boxes. Install one, e.g. "
+            "`sudo apt-get install fonts-nanum` (or fonts-noto-cjk), then reload the browser tab")
 
 
 def _check_model_ids() -> int:

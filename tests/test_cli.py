@@ -152,3 +152,35 @@ def test_doctor_sends_a_learner_to_make_lab_and_test_tools_to_make_test(monkeypa
     assert "matplotlib  missing (run `make lab`, or `pip install -e '.[course]'`)" in out
     assert "nbval       not installed (`make test` adds it)" in out
     assert ".[dev]" not in out
+
+
+@pytest.mark.parametrize("which, listed, says", [
+    ("/usr/bin/fc-list", "NanumGothic,나눔고딕\nNoto Sans CJK KR\n", "Korean font NanumGothic"),
+    ("/usr/bin/fc-list", "", "Korean font none found: Korean text in the lessons shows as boxes. Install one"),
+    (None, "", "Korean font cannot check (no fc-list)"),
+])
+def test_doctor_says_whether_korean_text_can_be_shown(monkeypatch, which, listed, says):
+    import shutil
+    import subprocess
+
+    from course_lib import cli
+    monkeypatch.setattr(shutil, "which", lambda name: which)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, listed, ""))
+    assert cli._korean_font().startswith(says)
+    assert "fonts-nanum" in cli._korean_font() or listed or which is None
+
+
+def test_doctor_prints_the_font_line():
+    assert "Korean font " in run_cli("doctor").stdout
+
+
+def test_the_readme_and_ci_give_the_same_font_advice_as_doctor():
+    from pathlib import Path
+
+    from course_lib import cli
+    root = Path(__file__).parent.parent
+    readme, ci = (root / "README.md").read_text(encoding="utf-8"), (root / ".ci" / "run").read_text()
+    assert "sudo apt-get install fonts-nanum" in readme and "`course doctor` says whether one is installed" in readme
+    assert "apt_install fonts-nanum" in ci
+    import inspect
+    assert "sudo apt-get install fonts-nanum" in inspect.getsource(cli._korean_font)
