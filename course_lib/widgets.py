@@ -119,7 +119,7 @@ def ask_with_buttons(request, timeout: float = 600.0) -> bool:
     approve.on_click(lambda _: decision.setdefault("ok", True))
     deny.on_click(lambda _: decision.setdefault("ok", False))
     note = w.HTML(f"<b>The agent asks to</b> <pre style='margin:0'>{html.escape(request.preview())}</pre>")
-    status = w.HTML("<b>⏸ Paused — waiting for your decision; other cells will wait.</b>")
+    status = w.HTML("<b>Paused — waiting for your decision; other cells will wait.</b>")
     box = w.VBox([note, w.HBox([approve, deny]), status],
                  layout=w.Layout(border="1px solid var(--jp-border-color1, #bbb)", padding="6px"))
     display(box)

@@ -37,6 +37,10 @@ def chromium() -> str:
     return path
 
 
+THEME = os.environ.get("COURSE_BROWSER_THEME", "light")
+SUFFIX = "" if THEME == "light" else f"-{THEME}"
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -59,6 +63,10 @@ def jupyterlab(tmp_path):
     (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
         json.dumps({"windowingMode": "none"}))
+    if THEME == "dark":   # COURSE_BROWSER_THEME=dark: the same run in the dark theme, to look at its screenshots
+        (settings / "@jupyterlab" / "apputils-extension").mkdir(parents=True)
+        (settings / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings").write_text(
+            json.dumps({"theme": "JupyterLab Dark"}))
     port, token = free_port(), secrets.token_hex(16)
     env = {k: v for k, v in os.environ.items() if k != "COURSE_APPROVAL"}   # a person is clicking here
     env.update({"JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")})
@@ -122,14 +130,20 @@ def test_stepper_and_approval_in_jupyterlab(jupyterlab):
             assert count.inner_text() == "step 2 / 6"
             call = stepper.locator(".stepper-call").first
             assert call.inner_text() == 'calculator({"expression": "24*7"})'
-            page.screenshot(path=str(ARTIFACTS / "jupyterlab-stepper.png"))
+            page.screenshot(path=str(ARTIFACTS / f"jupyterlab-stepper{SUFFIX}.png"))
 
             approval = run_cell(page, "gate = ApprovalGate()")
             approve = approval.locator(".jp-OutputArea button", has_text="Approve")
             approve.wait_for(timeout=60_000)
+            # while it waits, the box says the notebook is paused (the cell's prompt shows [*])
+            approval.locator(".jp-OutputArea", has_text="Paused — waiting for your decision").wait_for(timeout=30_000)
+            approval.scroll_into_view_if_needed()
+            page.screenshot(path=str(ARTIFACTS / f"jupyterlab-approval-waiting{SUFFIX}.png"))
             approve.click()
             approval.locator(".jp-OutputArea", has_text="Wrote").wait_for(timeout=60_000)
-            page.screenshot(path=str(ARTIFACTS / "jupyterlab-approval.png"))
+            approval.locator(".jp-OutputArea", has_text="✓ You approved this write.").wait_for(timeout=30_000)
+            assert approval.locator(".jp-OutputArea button").count() == 0   # the buttons gave way to the outcome
+            page.screenshot(path=str(ARTIFACTS / f"jupyterlab-approval{SUFFIX}.png"))
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "jupyterlab-failure.png"))   # what the page showed
             raise
