@@ -1,7 +1,9 @@
 """Notebook widgets (ipywidgets 8): watch the loop step by step, and approve or deny a file write.
 
 ``AgentStepper(agent, goal)`` shows Step / Run to end / Reset buttons, the step count, the model's last
-reply, the tool call it made, the observation (errors in red) and the messages array as it grows. It
+reply, the tool call it made, the observation (errors in red) and the messages array as it grows: the
+messages the last click added are marked *new*, and a long one opens to its whole text. Colours come from
+JupyterLab's theme variables, so they read in the light and the dark theme. It
 works with any model the ``Agent`` takes: scripted ones and the real adapters. ``ask_with_buttons`` is the
 notebook policy of ``course_lib.approval.ApprovalGate``: it shows Approve / Deny and waits for a click.
 
@@ -15,7 +17,11 @@ import time
 
 import ipywidgets as w
 
-ROLE_COLOURS = {"system": "#888", "user": "#1f5fa8", "assistant": "#2e7d32", "tool": "#8e5a00"}
+# JupyterLab's theme variables, so the colours read well in the light and the dark theme alike.
+ROLE_COLOURS = {"system": "var(--jp-ui-font-color2, #888)", "user": "var(--jp-info-color0, #1f5fa8)",
+                "assistant": "var(--jp-success-color0, #2e7d32)", "tool": "var(--jp-warn-color0, #8e5a00)"}
+ERROR = "var(--jp-error-color1, #c62828)"
+NEW = "var(--jp-brand-color1, #1976d2)"
 
 
 def _short(text, limit: int = 90) -> str:
@@ -43,11 +49,13 @@ class AgentStepper:
 
     # -- actions (the buttons call these; tests and notebooks may too) -------------------------------
     def step(self) -> None:
+        self._new_from = len(self.agent.history)   # what this click adds is marked "new"
         if not self.agent.done:
             self.agent.step()
         self.refresh()
 
     def run_to_end(self) -> None:
+        self._new_from = len(self.agent.history)
         while not self.agent.done:
             self.agent.step()
         self.refresh()
@@ -57,6 +65,7 @@ class AgentStepper:
         if callable(restart):   # a scripted model starts its script again
             restart()
         self.agent.reset(self.goal)
+        self._new_from = len(self.agent.history)
         self.refresh()
 
     # -- what is shown ----------------------------------------------------------------------------
@@ -68,7 +77,7 @@ class AgentStepper:
         return {"step": self.agent.steps, "max_steps": self.agent.max_steps, "done": self.agent.done,
                 "stop_reason": self.agent.stop_reason, "last_reply": last.reply if last else "",
                 "tool_calls": calls, "observations": observations, "problem": last.error if last else None,
-                "answer": self.agent.answer,
+                "answer": self.agent.answer, "new_from": self._new_from,   # the last click added messages[new_from:]
                 "messages": [(m["role"], _short(m.get("content"), 60)) for m in self.agent.history]}
 
     def refresh(self) -> None:
@@ -80,20 +89,32 @@ class AgentStepper:
                 ("tool call", "<br>".join(f"<code class='stepper-call'>{html.escape(c)}</code>"
                                           for c in s["tool_calls"]) or "—")]
         for content, is_error in s["observations"]:
-            colour = "#c62828" if is_error else "inherit"
+            colour = ERROR if is_error else "inherit"
             rows.append(("observation", f"<span style='color:{colour}'>{html.escape(_short(content, 200))}</span>"))
         if s["problem"]:
-            rows.append(("problem", f"<span style='color:#c62828'>{html.escape(s['problem'])}</span>"))
+            rows.append(("problem", f"<span style='color:{ERROR}'>{html.escape(s['problem'])}</span>"))
         if s["answer"] and s["done"]:
             rows.append(("answer", html.escape(s["answer"])))
         self.details.value = "<table>" + "".join(
-            f"<tr><td style='padding-right:1em;vertical-align:top'><b>{k}</b></td><td>{v}</td></tr>"
+            f"<tr><td style='padding-right:1em;vertical-align:top;white-space:nowrap'><b>{k}</b></td><td>{v}</td></tr>"
             for k, v in rows) + "</table>"
         self.messages.value = "<ol start='0' style='margin:0'>" + "".join(
-            f"<li><b style='color:{ROLE_COLOURS.get(role, '#000')}'>{role}</b> {html.escape(text)}</li>"
-            for role, text in s["messages"]) + "</ol>"
+            self._message(i, message) for i, message in enumerate(self.agent.history)) + "</ol>"
         for button in (self.step_button, self.run_button):
             button.disabled = s["done"]
+
+    def _message(self, i: int, message: dict) -> str:
+        """One message: its role and first line; click it to read the whole text. New ones are marked."""
+        role, text = message.get("role", "?"), str(message.get("content") or "")
+        new = i >= self._new_from
+        mark = f" <b style='color:{NEW}'>new</b>" if new else ""
+        border = f"border-left:3px solid {NEW};padding-left:4px" if new else "padding-left:7px"
+        head = (f"<b style='color:{ROLE_COLOURS.get(role, 'inherit')}'>{html.escape(role)}</b>{mark} "
+                f"{html.escape(_short(text, 60))}")
+        if len(" ".join(text.split())) <= 60:
+            return f"<li style='{border}'>{head}</li>"
+        return (f"<li style='{border}'><details><summary style='cursor:pointer'>{head}</summary>"
+                f"<pre style='white-space:pre-wrap;margin:2px 0 4px'>{html.escape(text)}</pre></details></li>")
 
     def __repr__(self) -> str:
         s = self.state()

@@ -39,7 +39,7 @@ def test_errors_are_highlighted(stepper):
     for _ in range(3):
         stepper.step_button.click()
     assert stepper.state()["observations"][0][1] is True
-    assert "color:#c62828" in stepper.details.value and "discount" in stepper.details.value
+    assert "color:var(--jp-error-color1, #c62828)" in stepper.details.value and "discount" in stepper.details.value
 
 
 def test_run_to_end_then_reset_starts_the_script_again(stepper):
@@ -68,7 +68,7 @@ def test_the_stepper_shows_native_tool_calls_and_model_errors():
     stepper.step()                                     # the script has run out
     s = stepper.state()
     assert s["stop_reason"] == "model_error" and "ran out" in s["problem"]
-    assert "color:#c62828" in stepper.details.value
+    assert "color:var(--jp-error-color1, #c62828)" in stepper.details.value
 
 
 def test_the_widget_displays_with_a_stable_text_form(stepper):
@@ -90,3 +90,32 @@ def test_the_stepper_drives_a_real_adapter_too():
         assert stepper.state()["messages"][-1] == ("tool", "개당 $24")
         stepper.run_button.click()
     assert stepper.state()["answer"] == "Seven units cost $168." and stepper.state()["stop_reason"] == "finish"
+
+
+def test_the_messages_the_last_click_added_are_marked_new(stepper):
+    stepper.step()
+    assert stepper.state()["new_from"] == 2
+    items = stepper.messages.value.split("<li")[1:]
+    assert [">new</b>" in item for item in items] == [False, False, True, True]
+    stepper.step()
+    items = stepper.messages.value.split("<li")[1:]
+    assert [">new</b>" in item for item in items] == [False] * 4 + [True, True]
+    stepper.reset()
+    assert ">new</b>" not in stepper.messages.value and stepper.state()["new_from"] == 2
+
+
+def test_a_long_message_opens_to_its_whole_text(stepper):
+    system = stepper.agent.history[0]["content"]
+    assert len(system) > 60
+    html_text = stepper.messages.value
+    assert "<details>" in html_text and "</summary>" in html_text
+    import html
+    assert html.escape(system) in html_text   # the whole system prompt, one click away
+    assert "<details>" not in html_text.split("<li")[2]   # the short goal needs no click
+
+
+def test_colours_come_from_the_theme(stepper):
+    stepper.step()
+    shown = stepper.messages.value + stepper.details.value
+    assert "var(--jp-" in shown and "#1f5fa8'" not in shown
+    assert "white-space:nowrap" in stepper.details.value   # labels stay on one line
