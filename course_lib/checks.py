@@ -381,3 +381,30 @@ def summary() -> str:
     return json.dumps({k: {"passed": r.passed, "not_implemented": r.not_implemented,
                            "passed_cases": sum(c.ok for c in r.cases), "cases": len(r.cases), "error": r.error}
                        for k, r in RESULTS.items()})
+
+
+# ---------------------------------------------------------------- a check run before its solution cell
+def _explain_name_error(shell, etype, value, tb, tb_offset=None):
+    """IPython's usual traceback, then one line for the common slip: a check cell run before the cell that
+    defines the function (``check("01.1", safe_divide)`` with ``safe_divide`` not defined yet)."""
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+    name = getattr(value, "name", None)
+    cell = shell.user_ns.get("In", [""])[-1] if isinstance(shell.user_ns.get("In"), list) else ""
+    if name == "check" and "check(" in cell:
+        print("\n→ `check` is not imported yet: run the notebook's first code cell (the imports), then this one.")
+    elif name and "check(" in cell:
+        print(f"\n→ `{name}` is not defined yet: run the cell that defines it first (Shift+Enter), "
+              "then run this check again.")
+
+
+def explain_name_errors(shell=None) -> None:
+    """Install ``_explain_name_error`` in an IPython shell (done on import inside a notebook or IPython)."""
+    try:
+        shell = shell or __import__("IPython").get_ipython()
+    except ImportError:
+        return
+    if shell is not None:
+        shell.set_custom_exc((NameError,), _explain_name_error)
+
+
+explain_name_errors()

@@ -374,3 +374,18 @@ def test_the_case_thread_processor_clock_is_read_where_the_platform_has_one():
     spent = checks._cpu_time(threading.current_thread())
     sum(range(2_000_000))
     assert checks._cpu_time(threading.current_thread()) > spent
+
+
+def test_a_check_run_before_its_solution_cell_says_what_to_do(capsys):
+    shell_module = pytest.importorskip("IPython.core.interactiveshell")
+    shell = shell_module.InteractiveShell()
+    checks.explain_name_errors(shell)
+    shell.run_cell('check("01.1", safe_divide)', store_history=True)   # the imports cell was not run either
+    assert "`check` is not imported yet: run the notebook's first code cell" in capsys.readouterr().out
+    shell.run_cell("from course_lib.checks import check", store_history=True)
+    result = shell.run_cell('check("01.1", safe_divide)', store_history=True)
+    out = capsys.readouterr().out
+    assert isinstance(result.error_in_exec, NameError)   # still an error: the cell did not run
+    assert "NameError" in out and "`safe_divide` is not defined yet: run the cell that defines it first" in out
+    shell.run_cell("print(undefined_elsewhere)", store_history=True)   # outside a check cell: no advice
+    assert "is not defined yet" not in capsys.readouterr().out
