@@ -337,10 +337,48 @@ def check(exercise_id: str, candidate, *, quiet: bool = False) -> CheckResult:
         RESULTS[exercise_id] = result
     if not quiet:
         try:
-            print(render(result))
+            _show(result)
         except Exception:   # noqa: BLE001 - e.g. an output stream that cannot take the text
             pass
     return result
+
+
+def _show(result: CheckResult) -> None:
+    """In a notebook an HTML table (count first, failing rows marked) with the text table beside it for
+    nbval and plain front ends; in a terminal the text table."""
+    shell = __import__("sys").modules.get("IPython")
+    shell = shell.get_ipython() if shell else None
+    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
+        print(render(result))
+        return
+    from IPython.display import display
+    display({"text/plain": render(result), "text/html": render_html(result)}, raw=True)
+
+
+def render_html(result: CheckResult) -> str:
+    """The check as HTML: the count first, ✓/✗ kept, failing rows and their hints marked (theme colours)."""
+    from html import escape
+    head = f"<b>Exercise {escape(result.exercise)}</b>" + (f" · {escape(result.title)}" if result.title else "")
+    if result.not_implemented:
+        return (f"<div>{head}<br>… not implemented yet: replace <code>raise NotImplementedError</code> with your "
+                "code, then run this cell again.</div>")
+    if result.error:
+        return f"<div>{head}<br>✗ {escape(result.error)}</div>"
+    done, total = sum(c.ok for c in result.cases), len(result.cases)
+    colour = "var(--jp-success-color1, #2e7d32)" if result.passed else "var(--jp-error-color1, #c62828)"
+    rows = []
+    for c in result.cases:
+        mark = f"border-left:4px solid {'transparent' if c.ok else 'var(--jp-error-color1, #c62828)'}"
+        rows.append(f"<tr style='{mark}'><td>{'✓' if c.ok else '✗'}</td><td>{escape(c.label)}</td>"
+                    f"<td><code>{escape(c.expected)}</code></td><td><code>{escape(c.got)}</code></td></tr>")
+        if c.hint:
+            rows.append(f"<tr style='{mark}'><td></td><td colspan='3'><i>hint: {escape(c.hint)}</i></td></tr>")
+    tail = (f"<br>All visible cases pass. <code>course check {escape(result.exercise.split('.')[0])}</code> also "
+            "runs hidden tests on other data." if result.passed else "")
+    return (f"<div>{head} — <b style='color:{colour}'>{done}/{total} passed</b>"
+            f"{' ✓ well done' if result.passed else ''}<table style='margin-top:4px'>"
+            "<tr><th></th><th style='text-align:left'>case</th><th style='text-align:left'>expected</th>"
+            f"<th style='text-align:left'>got</th></tr>{''.join(rows)}</table>{tail}</div>")
 
 
 def _width(text: str) -> int:

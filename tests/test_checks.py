@@ -313,10 +313,12 @@ def test_time_limits_hold_in_a_jupyter_kernel_and_the_next_cell_runs(tmp_path):
     client.execute()   # raises CellExecutionError or CellTimeoutError on an error or a hang
     outputs = [cell.outputs for cell in nb.cells]
     assert not [o for cell in outputs for o in cell if o.get("name") == "stderr"], "no 'Exception ignored' noise"
+    def shown(outputs):   # printed text, or the text form beside check()'s HTML table
+        return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in outputs)
     for cell in outputs[1:4] + [outputs[5]]:
-        text = "".join(o.get("text", "") for o in cell)
+        text = shown(cell)
         assert "✗" in text and "gave up after 1 s: the code did not finish (an endless loop?)" in text
-    last = "".join(o.get("text", "") for o in outputs[-1])
+    last = shown(outputs[-1])
     assert last.startswith("NEXT CELL RAN ")
     results = json.loads(last.removeprefix("NEXT CELL RAN "))
     for result in results:
@@ -389,3 +391,29 @@ def test_a_check_run_before_its_solution_cell_says_what_to_do(capsys):
     assert "NameError" in out and "`safe_divide` is not defined yet: run the cell that defines it first" in out
     shell.run_cell("print(undefined_elsewhere)", store_history=True)   # outside a check cell: no advice
     assert "is not defined yet" not in capsys.readouterr().out
+
+
+def test_the_html_table_puts_the_count_first_and_marks_failing_rows(toy_exercise):
+    result = run_cases("00.1", lambda x: 4)   # wrong only for text, which it should refuse
+    shown = checks.render_html(result)
+    assert shown.index("2/3 passed") < shown.index("<table")
+    rows = shown.split("<tr")[2:]
+    failing = [row for row in rows if "<td>✗</td>" in row]
+    assert len(failing) == 1 and all("var(--jp-error-color1" in row for row in failing)
+    assert all("transparent" in row for row in rows if "<td>✓</td>" in row)
+    assert "hint: raise TypeError for text" in shown and "well done" not in shown
+    passed = checks.render_html(run_cases("00.1", lambda x: x * 2 if isinstance(x, int) else (_ for _ in ()).throw(TypeError())))
+    assert "3/3 passed</b> ✓ well done" in passed and "course check 00" in passed
+
+
+def test_in_a_notebook_check_shows_html_beside_the_text_table(toy_exercise, monkeypatch):
+    shown = []
+
+    class ZMQInteractiveShell:   # what a Jupyter kernel's shell is called
+        pass
+    import IPython
+    import IPython.display
+    monkeypatch.setattr(IPython, "get_ipython", lambda: ZMQInteractiveShell())
+    monkeypatch.setattr(IPython.display, "display", lambda data, raw: shown.append(data))
+    check("00.1", lambda x: 4)
+    assert shown and shown[0]["text/plain"].startswith("Exercise 00.1") and "<table" in shown[0]["text/html"]
