@@ -369,10 +369,12 @@ def render_html(result: CheckResult) -> str:
     rows = []
     for c in result.cases:
         mark = f"border-left:4px solid {'transparent' if c.ok else 'var(--jp-error-color1, #c62828)'}"
-        rows.append(f"<tr style='{mark}'><td>{'✓' if c.ok else '✗'}</td><td>{escape(c.label)}</td>"
-                    f"<td><code>{escape(c.expected)}</code></td><td><code>{escape(c.got)}</code></td></tr>")
+        left = "<td style='text-align:left'>"   # JupyterLab right-aligns table cells by default
+        rows.append(f"<tr style='{mark}'><td>{'✓' if c.ok else '✗'}</td>{left}{escape(c.label)}</td>"
+                    f"{left}<code>{escape(c.expected)}</code></td>{left}<code>{escape(c.got)}</code></td></tr>")
         if c.hint:
-            rows.append(f"<tr style='{mark}'><td></td><td colspan='3'><i>hint: {escape(c.hint)}</i></td></tr>")
+            rows.append(f"<tr style='{mark}'><td></td><td colspan='3' style='text-align:left'>"
+                        f"<i>hint: {escape(c.hint)}</i></td></tr>")
     tail = (f"<br>All visible cases pass. <code>course check {escape(result.exercise.split('.')[0])}</code> also "
             "runs hidden tests on other data." if result.passed else "")
     return (f"<div>{head} — <b style='color:{colour}'>{done}/{total} passed</b>"

@@ -399,6 +399,7 @@ def test_the_html_table_puts_the_count_first_and_marks_failing_rows(toy_exercise
     assert shown.index("2/3 passed") < shown.index("<table")
     rows = shown.split("<tr")[2:]
     failing = [row for row in rows if "<td>✗</td>" in row]
+    assert all("text-align:left" in row for row in rows)
     assert len(failing) == 1 and all("var(--jp-error-color1" in row for row in failing)
     assert all("transparent" in row for row in rows if "<td>✓</td>" in row)
     assert "hint: raise TypeError for text" in shown and "well done" not in shown
