@@ -3,7 +3,8 @@
 
 Each notebook runs top to bottom in a fresh `python3` kernel of this environment, in its own folder, with
 PYTHONHASHSEED=0 and no API keys or base URLs in the environment (so the recorded outputs are the offline
-ones CI compares against). Volatile metadata is dropped so a re-run changes nothing when nothing changed.
+ones CI compares against). Volatile metadata is dropped so a re-run changes nothing when nothing changed,
+and the kernel's language_info is kept so that opening a lesson in JupyterLab changes nothing either.
 """
 from __future__ import annotations
 
@@ -21,6 +22,9 @@ OFFLINE_UNSET = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "O
                  "COURSE_MAX_STEPS", "COURSE_LIVE", "COURSE_ANTHROPIC_MODEL", "COURSE_OPENAI_MODEL",
                  "COURSE_OLLAMA_MODEL")
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+LANGUAGE_INFO = {"codemirror_mode": {"name": "ipython", "version": 3}, "file_extension": ".py",   # ipykernel's
+                 "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                 "pygments_lexer": "ipython3", "version": ".".join(map(str, sys.version_info[:3]))}
 
 
 def offline_env() -> None:
@@ -31,11 +35,13 @@ def offline_env() -> None:
 
 
 def tidy(nb) -> None:
-    """Keep only what a reader needs: no timings, no machine-specific versions, no widget state (its
-    model ids are random on every run; running the cell shows the widget again)."""
+    """Keep only what a reader needs: no timings, no widget state (its model ids are random on every run;
+    running the cell shows the widget again). ``language_info`` stays as the kernel reported it, Python's
+    version included: JupyterLab writes exactly that when it opens a notebook, so opening and closing a
+    lesson changes nothing and asks nothing (on another Python version it updates that one line)."""
     nb.metadata["kernelspec"] = dict(KERNELSPEC)
     nb.metadata.pop("widgets", None)
-    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+    nb.metadata["language_info"] = {**LANGUAGE_INFO, **nb.metadata.get("language_info", {})}
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
         cell.metadata.pop("collapsed", None)

@@ -5,6 +5,7 @@ test-artifacts/jupyterlab-stepper.png.
 """
 import json
 import os
+import platform
 import re
 import secrets
 import shutil
@@ -54,7 +55,12 @@ def jupyterlab(tmp_path):
     browser_path = chromium()
     work = tmp_path / "course"
     work.mkdir()
-    shutil.copy(ROOT / "notebooks" / "06_agent_class.ipynb", work)
+    lesson = json.loads((ROOT / "notebooks" / "06_agent_class.ipynb").read_text(encoding="utf-8"))
+    # make execute records the kernel's language_info with its Python version; this machine's Python may be
+    # another one, and JupyterLab would rightly update that line
+    lesson["metadata"]["language_info"]["version"] = platform.python_version()
+    (work / "06_agent_class.ipynb").write_text(json.dumps(lesson, indent=1, ensure_ascii=False) + "\n",
+                                               encoding="utf-8")
     config, settings = tmp_path / "config", tmp_path / "settings"
     (config / "labconfig").mkdir(parents=True)
     # No "receive news?" pop-up over the page, and every cell rendered (no windowing) so we can find it.
@@ -116,6 +122,10 @@ def test_stepper_and_approval_in_jupyterlab(jupyterlab):
             page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
             # the kernel is up when the status bar says so
             page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=90_000)
+            # Opening a lesson changes nothing: the kernel's metadata is already in the file, so the tab is not
+            # marked unsaved and closing it would ask nothing.
+            page.wait_for_timeout(2_000)   # the kernel's info arrives just after "Idle"
+            assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0, "opening the lesson changed it"
 
             stepper = run_cell(page, "stepper = AgentStepper(")
             step = stepper.locator(".jp-OutputArea button", has_text="Step").first

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-LESSONS = sorted(p for p in (Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
                  if p.name[:2] != "00")
 
 
@@ -19,3 +20,12 @@ def test_every_lesson_has_two_your_turn_cells_with_an_immediate_check(path):
         printed = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
         assert "✓" in printed or "✗" in printed, f"{path.name}: a your-turn cell without a ✓/✗ check"
         assert not any(o.get("output_type") == "error" for o in cell.get("outputs", []))
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("solutions/*.ipynb"))
+                         + sorted(ROOT.glob("exercises/*.ipynb")), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_notebooks_carry_the_metadata_the_kernel_adds_so_opening_them_changes_nothing(path):
+    info = json.loads(path.read_text(encoding="utf-8"))["metadata"]["language_info"]
+    assert set(info) == {"codemirror_mode", "file_extension", "mimetype", "name", "nbconvert_exporter",
+                         "pygments_lexer", "version"}
+    assert info["name"] == "python" and info["codemirror_mode"] == {"name": "ipython", "version": 3}
