@@ -29,3 +29,23 @@ def test_notebooks_carry_the_metadata_the_kernel_adds_so_opening_them_changes_no
     assert set(info) == {"codemirror_mode", "file_extension", "mimetype", "name", "nbconvert_exporter",
                          "pygments_lexer", "version"}
     assert info["name"] == "python" and info["codemirror_mode"] == {"name": "ipython", "version": 3}
+
+
+def test_each_lesson_says_what_it_builds_on_and_how_long_it_takes_as_the_readme_does():
+    import re
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        first = json.loads(path.read_text(encoding="utf-8"))["cells"][0]
+        text = "".join(first["source"])
+        found = re.search(r"\*\*Before you start:\*\* .+\. \*\*Time:\*\* about (\d+) minutes", text)
+        assert found, f"{path.name}: the first cell says what it builds on and how long it takes"
+        row = next(line for line in readme.splitlines() if line.startswith(f"| {path.name[:2]} |"))
+        assert f"| {found[1]} min |" in row, f"README stage map and {path.name} disagree on the time"
+
+
+def test_each_lessons_whats_next_links_to_the_next_lesson():
+    lessons = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    for path, following in zip(lessons, lessons[1:]):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        text = next("".join(c["source"]) for c in cells if "What's next" in "".join(c["source"]))
+        assert f"]({following.name})" in text, f"{path.name}: What's next should link to {following.name}"
