@@ -103,3 +103,11 @@ def test_course_check_exit_status_and_json_from_the_terminal():
     assert [r["passed"] for r in report["notebooks"]] == [False, True]
     assert (report["passed"], report["total"], report["grader_errors"]) == (1, 2, [])
     assert {e["detail"] for e in report["notebooks"][0]["exercises"]} == {"not implemented yet"}
+
+
+def test_the_exercise_banner_speaks_to_the_learner_first_and_to_instructors_below():
+    for path in sorted((ROOT / "exercises").glob("*.ipynb")):
+        banner = "".join(json.loads(path.read_text(encoding="utf-8"))["cells"][0]["source"])
+        assert banner.startswith("> **Your turn.** Fill in every cell marked `# YOUR CODE HERE`")
+        assert banner.index("*For instructors:*") > banner.index("course check")
+        assert f"solutions/{path.name}" in banner
