@@ -155,3 +155,31 @@ def ask_with_buttons(request, timeout: float = 600.0) -> bool:
                f"✗ No answer within {timeout:g} s: denied, nothing is written.")
     box.children = (note, w.HTML(f"<b>{outcome}</b>"))
     return approved
+
+
+class Peek:
+    """A long output, folded: its first ``lines`` lines, then how many more there are. In JupyterLab that line
+    opens to the rest (a ``<details>`` that names ``title``, the size and a dict's keys); nbval and terminals
+    read the text form. Dicts and lists are shown as indented JSON."""
+
+    def __init__(self, text_or_obj, lines: int = 12, title: str = ""):
+        obj = text_or_obj
+        self.text = obj if isinstance(obj, str) else json.dumps(obj, indent=2, ensure_ascii=False)
+        self.lines, self.all = lines, self.text.splitlines()
+        shape = f"{len(self.all)} lines" + (f", keys {', '.join(map(str, obj))}" if isinstance(obj, dict) else "")
+        self.summary = f"{title}: {shape}" if title else shape
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
+        more = len(self.all) - self.lines
+        if more <= 1:
+            return {"text/plain": self.text, "text/html": f"<pre>{html.escape(self.text)}</pre>"}
+        head, rest = "\n".join(self.all[:self.lines]), "\n".join(self.all[self.lines:])
+        return {"text/plain": f"{head}\n… {more} more lines (open the output in JupyterLab to see them all)",
+                "text/html": (f"<pre style='margin-bottom:0'>{html.escape(head)}</pre>" if self.lines else "")
+                + f"<details><summary>… {more} more lines ({html.escape(self.summary)}): click to show</summary>"
+                  f"<pre style='margin-top:0'>{html.escape(rest)}</pre></details>"}
+
+
+def peek(text_or_obj, lines: int = 12, title: str = "") -> Peek:
+    """Show a long text, dict or list folded to its first ``lines`` lines, the rest one click away."""
+    return Peek(text_or_obj, lines, title)

@@ -49,3 +49,23 @@ def test_each_lessons_whats_next_links_to_the_next_lesson():
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         text = next("".join(c["source"]) for c in cells if "What's next" in "".join(c["source"]))
         assert f"]({following.name})" in text, f"{path.name}: What's next should link to {following.name}"
+
+
+def _text_lines(output) -> int:
+    text = output.get("text", "") if "text" in output else output.get("data", {}).get("text/plain", "")
+    return len("".join(text).splitlines())
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+def test_no_wall_of_output_or_of_summary(path):
+    """An output over 25 lines is folded with `course_lib.widgets.peek`; a lesson's summary stays short."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    walls = [(i, n) for i, c in enumerate(cells) if c["cell_type"] == "code"
+             if (n := sum(_text_lines(o) for o in c.get("outputs", []))) > 25]
+    assert not walls, f"{path.name}: (cell, lines of output) over 25: {walls}"
+    for c in cells:
+        text = "".join(c["source"])
+        if c["cell_type"] == "markdown" and text.startswith("## Summary"):
+            summary = text.split("\n## ")[0]
+            lines = [line for line in summary.splitlines() if line.strip()]
+            assert len(lines) <= 14, f"{path.name}: the summary has {len(lines)} lines"

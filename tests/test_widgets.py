@@ -119,3 +119,38 @@ def test_colours_come_from_the_theme(stepper):
     shown = stepper.messages.value + stepper.details.value
     assert "var(--jp-" in shown and "#1f5fa8'" not in shown
     assert "white-space:nowrap" in stepper.details.value   # labels stay on one line
+
+
+# -- peek: a long output folded to its first lines, the rest one click away ------------------------------
+from course_lib.widgets import peek   # noqa: E402
+
+
+def test_peek_keeps_a_short_text_whole():
+    bundle = peek("one\ntwo\nthree")._repr_mimebundle_()
+    assert bundle["text/plain"] == "one\ntwo\nthree"
+
+
+def test_peek_shows_the_first_lines_and_says_how_many_more_there_are():
+    text = "\n".join(f"line {i}" for i in range(1, 31))
+    plain = peek(text, lines=5)._repr_mimebundle_()["text/plain"].splitlines()
+    assert plain[:5] == ["line 1", "line 2", "line 3", "line 4", "line 5"] and len(plain) == 6
+    assert plain[-1].startswith("… 25 more lines")
+
+
+def test_peek_html_opens_to_the_whole_escaped_text():
+    text = "\n".join(["<b>&</b>"] + [f"line {i}" for i in range(30)])
+    page = peek(text, title="log")._repr_mimebundle_()["text/html"]
+    first, folded = page.split("<details>")
+    assert "line 10" in first and "line 11" not in first   # the first 12 lines show without a click
+    assert folded.startswith("<summary>… 19 more lines (log: 31 lines): click to show</summary>")
+    assert "line 11" in folded and "line 29" in folded and page.endswith("</pre></details>")
+    assert "&lt;b&gt;&amp;&lt;/b&gt;" in page and "<b>" not in page
+
+
+def test_peek_pretty_prints_a_dict_as_json_and_names_its_keys_keeping_korean():
+    data = {"model": "m", "messages": [{"role": "user", "content": "일곱 개 사면 얼마예요?"}]}
+    p = peek(data, lines=3, title="request body")
+    bundle = p._repr_mimebundle_()
+    assert bundle["text/plain"].splitlines()[:3] == ["{", '  "model": "m",', '  "messages": [']
+    assert "(request body: 9 lines, keys model, messages): click to show</summary>" in bundle["text/html"]
+    assert "일곱 개 사면 얼마예요?" in bundle["text/html"] and "\\u" not in p.text
