@@ -1,7 +1,7 @@
 """A person in the loop: ``ApprovalGate`` gives the agent a ``write_file`` tool that asks before it writes.
 
 The write is sandboxed like ``read_file`` (only inside the workspace, the current folder). Before it
-happens, the gate asks: with Approve / Deny buttons in a notebook open in JupyterLab (``course_lib.widgets``),
+happens, the gate asks: with Approve / Deny buttons in a notebook open in JupyterLab (``course_lib.courseware.widgets``),
 with a y/n prompt in a terminal (``course demo``), and, where nobody can answer (CI, a script without a
 terminal, a notebook run by nbconvert, papermill or a grader), it denies at once, saying why. Only an explicit yes approves: any other answer, or a policy that fails, is a no. The write itself
 is atomic (a temporary file, then a rename), so a failure never leaves a half-written or emptied file.
@@ -83,7 +83,7 @@ def default_policy():
     if _in_notebook():
         if not (_screen_attached() or chosen == "ask"):
             return deny_headless
-        from .widgets import ask_with_buttons
+        from .courseware.widgets import ask_with_buttons
         return ask_with_buttons
     if chosen == "ask" or sys.stdin.isatty():
         return ask_in_terminal

@@ -85,7 +85,7 @@ def test_write_file_is_a_describable_tool():
 # ------------------------------------------------------------------ a notebook run without a screen never waits
 def test_in_a_notebook_without_a_screen_the_policy_denies_at_once(monkeypatch):
     from course_lib import approval
-    from course_lib.widgets import ask_with_buttons
+    from course_lib.courseware.widgets import ask_with_buttons
     monkeypatch.setattr(approval, "_in_notebook", lambda: True)
     monkeypatch.delenv("COURSE_APPROVAL", raising=False)
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
@@ -116,7 +116,7 @@ def test_the_buttons_say_the_notebook_is_paused_then_what_was_decided(monkeypatc
 
     import IPython.display
     import jupyter_ui_poll
-    from course_lib.widgets import ask_with_buttons
+    from course_lib.courseware.widgets import ask_with_buttons
     shown, seen = [], []
     monkeypatch.setattr(IPython.display, "display", lambda box: shown.append(box))
 

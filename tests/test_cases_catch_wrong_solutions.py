@@ -25,7 +25,7 @@ from typing import Any, Literal
 import pytest
 
 from course_lib import default_tools
-from course_lib.checks import exercise, run_cases
+from course_lib.courseware.checks import exercise, run_cases
 from course_lib.describe import build_system_prompt
 from course_lib.dispatch import dispatch
 from course_lib.models import ModelError, Reply, ScriptedModel, ToolCall

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from course_lib import cli
+from course_lib.courseware import cli
 from course_lib.models import catalog
 from course_lib.models.catalog import (DEFAULTS, ModelStatus, check_model, deprecation, model_status,
                                        parse_date, parse_openai_notes)

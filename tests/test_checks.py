@@ -9,8 +9,8 @@ from importlib import import_module
 
 import pytest
 
-from course_lib import checks
-from course_lib.checks import Case, CheckResult, Exercise, check, render, run_cases
+from course_lib.courseware import checks
+from course_lib.courseware.checks import Case, CheckResult, Exercise, check, render, run_cases
 
 HANG_GUARD = 60   # seconds: a hang guard only, never a speed requirement
 STAGES = [f"{n:02d}" for n in range(1, 9)]
@@ -262,7 +262,7 @@ def test_long_dicts_and_lists_that_differ_say_where(monkeypatch, capsys):
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_every_case_of_every_exercise_has_its_own_hint(stage):
-    for exercise_id, spec in import_module(f"course_lib.exercises.stage{stage}").EXERCISES.items():
+    for exercise_id, spec in import_module(f"course_lib.courseware.exercises.stage{stage}").EXERCISES.items():
         for case in spec.cases:
             assert isinstance(case.hint, str) and len(case.hint.strip()) >= 15, \
                 f"{exercise_id} case {case.label!r} needs a hint that says what to look at"
@@ -271,8 +271,8 @@ def test_every_case_of_every_exercise_has_its_own_hint(stage):
 # ---------------------------------------------------------------- inside a real Jupyter kernel
 KERNEL_CELLS = [
     """import json, os, threading, time
-from course_lib import checks
-from course_lib.checks import check
+from course_lib.courseware import checks
+from course_lib.courseware.checks import check
 checks.CASE_SECONDS = 1
 start_folder = os.getcwd()""",
     """def spin(text):
@@ -332,7 +332,7 @@ def test_stop_in_a_jupyter_kernel_interrupts_a_check_and_the_kernel_carries_on()
     manager = pytest.importorskip("jupyter_client.manager")
     km, kc = manager.start_new_kernel(kernel_name="python3")
     try:
-        kc.execute_interactive("from course_lib import checks\nchecks.CASE_SECONDS = 600", timeout=HANG_GUARD)
+        kc.execute_interactive("from course_lib.courseware import checks\nchecks.CASE_SECONDS = 600", timeout=HANG_GUARD)
         msg_id = kc.execute("def spin(text):\n    while True:\n        pass\nchecks.check('04.2', spin)")
         time.sleep(2)
         km.interrupt_kernel()   # what the Stop button does
@@ -384,7 +384,7 @@ def test_a_check_run_before_its_solution_cell_says_what_to_do(capsys):
     checks.explain_name_errors(shell)
     shell.run_cell('check("01.1", safe_divide)', store_history=True)   # the imports cell was not run either
     assert "`check` is not imported yet: run the notebook's first code cell" in capsys.readouterr().out
-    shell.run_cell("from course_lib.checks import check", store_history=True)
+    shell.run_cell("from course_lib.courseware.checks import check", store_history=True)
     result = shell.run_cell('check("01.1", safe_divide)', store_history=True)
     out = capsys.readouterr().out
     assert isinstance(result.error_in_exec, NameError)   # still an error: the cell did not run

@@ -4,13 +4,13 @@ import sys
 
 import pytest
 
-from course_lib import cli
+from course_lib.courseware import cli
 
 
 def run_cli(*args, env=None):
     import os
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "course_lib.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", *args], capture_output=True, text=True,
                           encoding="utf-8", env=full_env, timeout=60)
 
 
@@ -102,7 +102,7 @@ def test_doctor_flags_a_retired_model_id():
 
 @pytest.mark.parametrize("answer, written", [("y\n", True), ("n\n", False), ("", False)])
 def test_demo_asks_before_writing_a_file(tmp_path, answer, written):
-    result = subprocess.run([sys.executable, "-m", "course_lib.cli", "demo", "save the price to a file"],
+    result = subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "demo", "save the price to a file"],
                             input=answer, capture_output=True, text=True, encoding="utf-8", timeout=60,
                             cwd=tmp_path, env={**__import__("os").environ, "COURSE_APPROVAL": "ask"})
     assert result.returncode == 0, result.stderr
@@ -112,7 +112,7 @@ def test_demo_asks_before_writing_a_file(tmp_path, answer, written):
 
 
 def test_demo_without_a_terminal_denies_writes(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "course_lib.cli", "demo", "save the price"], input="y\n",
+    result = subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "demo", "save the price"], input="y\n",
                             capture_output=True, text=True, encoding="utf-8", timeout=60, cwd=tmp_path,
                             env={k: v for k, v in __import__("os").environ.items() if k != "COURSE_APPROVAL"})
     assert "did not approve" in result.stdout and not (tmp_path / "notes").exists()
@@ -139,7 +139,7 @@ def test_doctor_checks_settings_with_the_code_that_reads_them():
 def test_doctor_sends_a_learner_to_make_lab_and_test_tools_to_make_test(monkeypatch, capsys):
     from importlib import metadata
 
-    from course_lib import cli
+    from course_lib.courseware import cli
     real = metadata.version
 
     def version(package):
@@ -163,7 +163,7 @@ def test_doctor_says_whether_korean_text_can_be_shown(monkeypatch, which, listed
     import shutil
     import subprocess
 
-    from course_lib import cli
+    from course_lib.courseware import cli
     monkeypatch.setattr(shutil, "which", lambda name: which)
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, listed, ""))
     assert cli._korean_font().startswith(says)
@@ -177,7 +177,7 @@ def test_doctor_prints_the_font_line():
 def test_the_readme_and_ci_give_the_same_font_advice_as_doctor():
     from pathlib import Path
 
-    from course_lib import cli
+    from course_lib.courseware import cli
     root = Path(__file__).parent.parent
     readme, ci = (root / "README.md").read_text(encoding="utf-8"), (root / ".ci" / "run").read_text()
     assert "sudo apt-get install fonts-nanum" in readme and "`course doctor` says whether one is installed" in readme

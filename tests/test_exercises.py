@@ -1,7 +1,7 @@
 """Exercises are generated from solutions, never hand-edited; every check can fail; grading works both ways.
 
 The grading tests run each solution and each exercise notebook in a fresh kernel through `course check`'s
-own code path (course_lib.grading.grade), so they also prove every exercise notebook runs top to bottom.
+own code path (course_lib.courseware.grading.grade), so they also prove every exercise notebook runs top to bottom.
 """
 import json
 import re
@@ -9,8 +9,8 @@ import re
 import nbformat
 import pytest
 
-from course_lib.checks import exercise
-from course_lib.grading import MARKER, ROOT, grade, make_exercise, solution_paths
+from course_lib.courseware.checks import exercise
+from course_lib.courseware.grading import MARKER, ROOT, grade, make_exercise, solution_paths
 
 SOLUTIONS = solution_paths()
 STAGES = [f"{n:02d}" for n in range(1, 9)]
@@ -92,7 +92,7 @@ def test_course_check_exit_status_and_json_from_the_terminal():
     import subprocess
     import sys
     solution, exercise_nb = SOLUTIONS[0], ROOT / "exercises" / SOLUTIONS[0].name
-    run = lambda *args: subprocess.run([sys.executable, "-m", "course_lib.cli", "check", "01", *args],
+    run = lambda *args: subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "check", "01", *args],
                                        capture_output=True, text=True, encoding="utf-8", timeout=300)
     passed = run(str(solution))
     assert passed.returncode == 0, passed.stdout + passed.stderr

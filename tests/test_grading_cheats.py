@@ -19,9 +19,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib import sandbox
-from course_lib.grader import Grade, grade, grade_all
-from course_lib.grading import ROOT
+from course_lib.courseware import sandbox
+from course_lib.courseware.grader import Grade, grade, grade_all
+from course_lib.courseware.grading import ROOT
 
 STAGE = "04"
 SOLUTION = ROOT / "solutions" / "04_parsing_replies_exercises.ipynb"
@@ -67,7 +67,7 @@ def by_exercise(g: Grade) -> dict:
 TRICKS_IN_AN_ANSWER = {
     "custom exception handler and patched results": """
 get_ipython().set_custom_exc((BaseException,), lambda *a, **k: None)
-import course_lib.checks as _c
+import course_lib.courseware.checks as _c
 _c.RESULTS.clear()
 _c.run_cases = lambda exercise, candidate: type("R", (), {"as_dict": lambda self: {"cases": [], "passed": True}})()
 """,
@@ -195,7 +195,7 @@ def test_a_submission_cannot_change_the_next_grade(tmp_path):
     answer(writer, "ex04_1", """
 import pathlib, course_lib
 root = pathlib.Path(course_lib.__file__).parent.parent
-for target in [root / "solutions" / "04_parsing_replies_exercises.ipynb", root / "course_lib" / "checks.py"]:
+for target in [root / "solutions" / "04_parsing_replies_exercises.ipynb", root / "course_lib" / "courseware" / "checks.py"]:
     try:
         target.write_text("# replaced")
     except OSError as e:
@@ -208,7 +208,7 @@ for target in [root / "solutions" / "04_parsing_replies_exercises.ipynb", root /
     assert problems == [] and not grades[0].passed
     assert not by_exercise(grades[1])["04.1"].passed and by_exercise(grades[1])["04.2"].passed
     assert hashlib.sha256(SOLUTION.read_bytes()).hexdigest() == before
-    assert "replaced" not in (ROOT / "course_lib" / "checks.py").read_text(encoding="utf-8")
+    assert "replaced" not in (ROOT / "course_lib" / "courseware" / "checks.py").read_text(encoding="utf-8")
 
 
 @needs_full
@@ -265,7 +265,7 @@ def test_one_batch_with_every_kind_of_failure_grades_the_honest_one(tmp_path):
         "honest": honest,
     }
     Path(batch["not json"]).write_text("this is not a notebook")
-    result = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", STAGE, "--json", "--timeout", "10",
+    result = subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "check", STAGE, "--json", "--timeout", "10",
                              "--jobs", "4", *batch.values()], capture_output=True, text=True, timeout=600,
                             cwd=tmp_path)
     assert result.returncode == 1, result.stderr
@@ -289,7 +289,7 @@ def test_text_mode_prints_relative_paths_progress_and_failing_rows(tmp_path):
     wrong = load(SOLUTION)
     cell(wrong, "ex04_1").source = "def validate_action(data):\n    return None\n"
     save(wrong, folder, "04_parsing_replies_exercises")
-    result = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", STAGE,
+    result = subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "check", STAGE,
                              "batch/student07/04_parsing_replies_exercises.ipynb"], capture_output=True,
                             text=True, timeout=300, cwd=tmp_path)
     assert result.returncode == 1
@@ -298,7 +298,7 @@ def test_text_mode_prints_relative_paths_progress_and_failing_rows(tmp_path):
 
 
 def test_exit_statuses_for_usage_and_grader_errors(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "course_lib.cli", "check", *a], capture_output=True,
+    run = lambda *a: subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "check", *a], capture_output=True,
                                     text=True, timeout=120, cwd=tmp_path)
     assert run("4x").returncode == 2                                   # not a stage
     assert run(STAGE, "--solutions", str(tmp_path)).returncode == 3    # no solution notebook there
@@ -332,7 +332,7 @@ def test_a_weaker_sandbox_says_so_and_unshare_still_cuts_the_network(tmp_path, l
 def test_the_scratch_folder_is_deleted_afterwards(tmp_path, monkeypatch):
     import tempfile
 
-    import course_lib.grader as grader
+    import course_lib.courseware.grader as grader
     made, original = [], tempfile.mkdtemp
     monkeypatch.setattr(grader.tempfile, "mkdtemp", lambda **kw: made.append(original(**kw)) or made[-1])
     nb = load(EXERCISE)
@@ -390,7 +390,7 @@ def test_an_answer_that_reaches_into_the_interpreter_is_refused_before_it_runs(t
 
 
 def test_the_refusal_does_not_touch_honest_answers():
-    from course_lib.grader import refusal
+    from course_lib.courseware.grader import refusal
     for path in sorted((ROOT / "solutions").glob("*_exercises.ipynb")):
         for c in load(path).cells:
             if c.get("metadata", {}).get("nbgrader", {}).get("solution"):
@@ -419,14 +419,14 @@ ROUND_TWO = {
 
 @pytest.mark.parametrize("name", list(ROUND_TWO))
 def test_round_two_ways_around_the_refusal_are_refused(name):
-    from course_lib.grader import refusal
+    from course_lib.courseware.grader import refusal
     assert refusal(ROUND_TWO[name], "04") is not None
 
 
 def test_a_judge_reply_in_another_shape_fails_the_notebook():
     """Even a reply forged inside the kernel must carry every trusted case label, in order."""
-    from course_lib.checks import exercise
-    from course_lib.grader import _trusted_shape
+    from course_lib.courseware.checks import exercise
+    from course_lib.courseware.grader import _trusted_shape
     candidates = {"04.1": "validate_action"}
     rows = [{"label": c.label, "ok": True, "expected": "", "got": "", "hint": ""} for c in exercise("04.1").cases]
 
@@ -440,7 +440,7 @@ def test_a_judge_reply_in_another_shape_fails_the_notebook():
 
 
 def test_report_lines_carry_no_terminal_control_characters():
-    from course_lib.grader import ExerciseGrade, _lines
+    from course_lib.courseware.grader import ExerciseGrade, _lines
     g = Grade("x.ipynb", STAGE, [ExerciseGrade("04.1", False, "bad\x1b[8Fpassed", failing=[
         {"label": "\x1b]0;title\x07row", "expected": "\x9b1m", "got": "ok", "hint": ""}])])
     text = "\n".join(_lines(g))

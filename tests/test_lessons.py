@@ -58,7 +58,7 @@ def _text_lines(output) -> int:
 
 @pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
 def test_no_wall_of_output_or_of_summary(path):
-    """An output over 25 lines is folded with `course_lib.widgets.peek`; a lesson's summary stays short."""
+    """An output over 25 lines is folded with `course_lib.courseware.widgets.peek`; a lesson's summary stays short."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     walls = [(i, n) for i, c in enumerate(cells) if c["cell_type"] == "code"
              if (n := sum(_text_lines(o) for o in c.get("outputs", []))) > 25]

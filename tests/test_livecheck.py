@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from course_lib.livecheck import GOAL, live_check
+from course_lib.courseware.livecheck import GOAL, live_check
 from course_lib.standin import StandInServer
 
 SCRIPT = [
@@ -49,7 +49,7 @@ def test_an_api_error_fails_the_check_with_the_sentence(provider, monkeypatch):
 def test_without_keys_it_says_what_to_set_and_exits_2(monkeypatch, capsys):
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(key, raising=False)
-    from course_lib.cli import main
+    from course_lib.courseware.cli import main
     status = main(["live-check", "anthropic"])
     out = capsys.readouterr().out
     assert status == 2 and "ANTHROPIC_API_KEY is not set" in out and "not checked" in out
@@ -58,7 +58,7 @@ def test_without_keys_it_says_what_to_set_and_exits_2(monkeypatch, capsys):
 def test_all_checks_every_provider_and_exits_2_when_none_is_set_up(monkeypatch, capsys):
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"):
         monkeypatch.delenv(key, raising=False)
-    from course_lib.cli import main
+    from course_lib.courseware.cli import main
     for argv in (["live-check", "all"], ["live-check"]):   # `all` is the default
         status = main(argv)
         out = capsys.readouterr().out

@@ -26,7 +26,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.grading import ROOT
+from course_lib.courseware.grading import ROOT
 
 import nbgrader  # noqa: E402,F401  (make test installs the nbgrader extra; without it this file cannot run)
 
@@ -123,7 +123,7 @@ def course(tmp_path_factory):
     # `course check` grades the same submissions (one stage at a time) while nbgrader autogrades them
     def course_check(stage):
         notebooks = [root / "submitted" / s / f"ps{stage}" / STAGES[stage]["notebook"] for s in STUDENTS]
-        done = subprocess.run([sys.executable, "-m", "course_lib.cli", "check", stage, "--json", *notebooks],
+        done = subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "check", stage, "--json", *notebooks],
                               cwd=root.parent, env=env, capture_output=True, text=True, encoding="utf-8", timeout=600)
         return done.returncode, done.stdout, done.stderr
     with ThreadPoolExecutor(max_workers=1) as background:
@@ -166,7 +166,7 @@ def test_every_hidden_cell_first_asserts_the_check_passed_and_the_answer_is_own_
         ex, name = found[1], found[2]
         assert ex == _exercise(_grade_id(cell))
         head = cell.source.split("\n\n", 2)
-        assert head[0] == "### BEGIN HIDDEN TESTS\nfrom course_lib.checks import RESULTS as _RESULTS", head[0]
+        assert head[0] == "### BEGIN HIDDEN TESTS\nfrom course_lib.courseware.checks import RESULTS as _RESULTS", head[0]
         assert head[1].startswith(f'assert "{ex}" in _RESULTS and _RESULTS["{ex}"].passed, ') and \
             f'assert not str(getattr({name}, "__module__", "")).startswith("course_lib"), ' in head[1], head[1]
 

@@ -28,11 +28,11 @@ PACKAGE = Path(course_lib.__file__).parent
 BUDGETS = {"tools.py": 390, "registry.py": 80, "describe.py": 190, "parsing.py": 150,
            "dispatch.py": 190, "agent.py": 300, "models/base.py": 175, "models/scripted.py": 125,
            "models/anthropic.py": 155, "models/openai.py": 120, "models/catalog.py": 265,
-           "models/remote.py": 135, "standin.py": 570, "cli.py": 350, "__init__.py": 45, "livecheck.py": 140, "grader.py": 590, "sandbox.py": 110,
-           "checks.py": 450, "grading.py": 100, "exercises/__init__.py": 10,
-           "approval.py": 170, "plots.py": 140, "widgets.py": 190,
-           **{f"exercises/stage{n:02d}.py": 200 for n in range(1, 9)}, "exercises/stage06.py": 255,
-           "exercises/stage07.py": 270}
+           "models/remote.py": 135, "standin.py": 570, "courseware/cli.py": 350, "__init__.py": 45, "courseware/livecheck.py": 140, "courseware/grader.py": 590, "courseware/sandbox.py": 110,
+           "courseware/checks.py": 450, "courseware/grading.py": 100, "courseware/exercises/__init__.py": 10, "courseware/__init__.py": 10,
+           "approval.py": 170, "courseware/plots.py": 140, "courseware/widgets.py": 190,
+           **{f"courseware/exercises/stage{n:02d}.py": 200 for n in range(1, 9)}, "courseware/exercises/stage06.py": 255,
+           "courseware/exercises/stage07.py": 270}
 STAGES = {"tools.py": "Stage 01", "registry.py": "Stage 02", "describe.py": "Stage 03",
           "parsing.py": "Stage 04", "dispatch.py": "Stage 05", "agent.py": "Stage 06",
           "models/scripted.py": "Stage 07", "models/anthropic.py": "Stage 08", "models/openai.py": "Stage 08",
@@ -92,3 +92,13 @@ def test_lazy_exports_resolve_and_unknown_names_fail():
         assert getattr(course_lib, name) is not None
     with pytest.raises(AttributeError):
         course_lib.no_such_thing
+
+
+def test_ls_course_lib_reads_as_the_stage_map():
+    """The stage modules at the top, the course's own machinery (checks, grader, widgets, plots, CLI) in
+    course_lib/courseware/ (SPEC §3)."""
+    top = sorted(p.name for p in PACKAGE.iterdir() if not p.name.startswith(("_", ".")) or p.name == "__init__.py")
+    assert top == ["__init__.py", "agent.py", "approval.py", "courseware", "data", "describe.py", "dispatch.py",
+                   "models", "parsing.py", "registry.py", "standin.py", "tools.py"]
+    machinery = {p.stem for p in (PACKAGE / "courseware").glob("*.py")} - {"__init__"}
+    assert machinery == {"checks", "cli", "grader", "grading", "livecheck", "plots", "sandbox", "widgets"}

@@ -6,7 +6,7 @@ pytest.importorskip("ipywidgets")   # part of the course extra; a clear skip rea
 from course_lib import default_tools
 from course_lib.agent import Agent
 from course_lib.models import ScriptedModel, scenario_model
-from course_lib.widgets import AgentStepper
+from course_lib.courseware.widgets import AgentStepper
 
 
 @pytest.fixture
@@ -122,7 +122,7 @@ def test_colours_come_from_the_theme(stepper):
 
 
 # -- peek: a long output folded to its first lines, the rest one click away ------------------------------
-from course_lib.widgets import peek   # noqa: E402
+from course_lib.courseware.widgets import peek   # noqa: E402
 
 
 def test_peek_keeps_a_short_text_whole():

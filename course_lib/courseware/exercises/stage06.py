@@ -8,7 +8,7 @@ from pathlib import Path
 
 from course_lib import default_tools
 from course_lib.agent import Agent
-from course_lib.checks import Case, Exercise
+from course_lib.courseware.checks import Case, Exercise
 from course_lib.describe import build_system_prompt
 from course_lib.models import SCENARIOS, ScriptedModel
 

@@ -6,7 +6,7 @@ nbgrader markers, so instructors can use nbgrader too). ``make_exercise`` turns 
 the learner's version: solution regions become a stub raising ``NotImplementedError``, hidden tests are
 removed, outputs cleared, and a header cell says the file is generated.
 
-Grading (``course check``) lives in ``course_lib.grader``; ``grade`` here is the same function.
+Grading (``course check``) lives in ``course_lib.courseware.grader``; ``grade`` here is the same function.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import copy
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]   # the course folder (course_lib/courseware/grading.py)
 SOLUTION = re.compile(r"^([ \t]*)### BEGIN SOLUTION[^\n]*\n.*?^[ \t]*### END SOLUTION[^\n]*(?:\n|\Z)", re.S | re.M)
 HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS[^\n]*\n.*?^[ \t]*### END HIDDEN TESTS[^\n]*(?:\n|\Z)", re.S | re.M)
 MARKER = re.compile(r"#+ *(BEGIN|END) (SOLUTION|HIDDEN TESTS)")
@@ -76,6 +76,6 @@ def make_exercises(check_only: bool = False) -> list[str]:
 
 
 def grade(notebook, stage: str, **options):
-    """Grade one submission: see ``course_lib.grader.grade``."""
+    """Grade one submission: see ``course_lib.courseware.grader.grade``."""
     from .grader import grade as grade_one
     return grade_one(notebook, stage, **options)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from course_lib.checks import Case, Exercise
+from course_lib.courseware.checks import Case, Exercise
 
 PRICE = '{"tool": "lookup", "args": {"topic": "단가"}}'
 TIMES = '{"tool": "calculator", "args": {"expression": "24*7"}}'

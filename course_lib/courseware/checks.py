@@ -1,6 +1,6 @@
 """Exercise checks: ``check("01.1", my_function)`` runs an exercise's cases and prints ✓/✗ per case.
 
-Each exercise of ``solutions/`` and ``exercises/`` has a list of cases in ``course_lib/exercises/``.
+Each exercise of ``solutions/`` and ``exercises/`` has a list of cases in ``course_lib/courseware/exercises/``.
 ``check`` runs every case against the learner's code and prints a small table: what was tried, what was
 expected, what came back, and a hint where it went wrong. A stub that still raises ``NotImplementedError``
 shows "not implemented yet". ``check`` never raises (only a ``KeyboardInterrupt``, the learner pressing
@@ -286,7 +286,7 @@ def _difference(expected, got) -> str:
 def exercise(exercise_id: str):
     """The exercise definition (title and cases) for an id like "01.1"."""
     stage = exercise_id.split(".")[0]
-    module = import_module(f"course_lib.exercises.stage{stage}")
+    module = import_module(f"course_lib.courseware.exercises.stage{stage}")
     return module.EXERCISES[exercise_id]
 
 

@@ -10,7 +10,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from course_lib.checks import Case, Exercise
+from course_lib.courseware.checks import Case, Exercise
 from course_lib.tools import ToolError
 
 WORKSPACE_FILES = {

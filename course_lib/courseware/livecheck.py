@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .agent import Agent
-from .models.base import ModelError
-from .models.remote import MissingKeyError
+from ..agent import Agent
+from ..models.base import ModelError
+from ..models.remote import MissingKeyError
 from .plots import EXAMPLE_PRICES, usage_data
-from . import default_tools
+from .. import default_tools
 
 GOAL = ("Two things at once, please: look up the unit price (topic: 단가) and compute 10/0 with the calculator; "
         "call both tools in the same turn. Then compute 24*7 with the calculator and tell me, in one sentence, "
@@ -59,10 +59,10 @@ class LiveReport:
 
 def build_model(provider: str):
     if provider == "anthropic":
-        from .models.anthropic import AnthropicModel
+        from ..models.anthropic import AnthropicModel
         return AnthropicModel()
     if provider == "openai":
-        from .models.openai import OpenAIModel
+        from ..models.openai import OpenAIModel
         return OpenAIModel()
     from .cli import live_model   # checks that a local Ollama server answers first
     return live_model("ollama")

@@ -14,7 +14,7 @@ tracers). Code that runs inside the kernel can still, in principle, reach the gr
 this raises the bar far above printing a fake ✓, but it is not a proof against a determined attacker.
 
 Isolation and survival. Each notebook runs in a fresh kernel in a scratch folder, inside the sandbox of
-``course_lib.sandbox`` (bubblewrap where available: no network, read-only files, solutions hidden), with
+``course_lib.courseware.sandbox`` (bubblewrap where available: no network, read-only files, solutions hidden), with
 API keys removed, a time limit per cell, and a cap on output. A dead kernel, a timeout, an unreadable file
 fail that notebook with the reason; the batch goes on. ``grade_all`` runs notebooks in parallel.
 """
@@ -58,8 +58,8 @@ result = "reset"
 """
 JUDGE = RESET + """\
 import importlib, json
-importlib.reload(importlib.import_module("course_lib.exercises.stage" + STAGE))
-checks = importlib.reload(importlib.import_module("course_lib.checks"))   # fresh from the read-only source
+importlib.reload(importlib.import_module("course_lib.courseware.exercises.stage" + STAGE))
+checks = importlib.reload(importlib.import_module("course_lib.courseware.checks"))   # fresh from the read-only source
 found = {}
 for exercise, name in CANDIDATES.items():
     missing = name not in ip.user_ns

@@ -4,12 +4,12 @@ from __future__ import annotations
 import copy
 import json
 
-from .. import default_tools
-from ..agent import Agent
+from ... import default_tools
+from ...agent import Agent
 from ..checks import Case, Exercise
-from ..dispatch import Observation
-from ..models import SCENARIOS, ModelError, Reply, ScriptedModel, ToolCall
-from ..parsing import parse_reply
+from ...dispatch import Observation
+from ...models import SCENARIOS, ModelError, Reply, ScriptedModel, ToolCall
+from ...parsing import parse_reply
 
 PRICE = SCENARIOS["price"]
 PRICE_ANSWER = json.loads(PRICE["replies"][-1])["args"]["answer"]

@@ -6,7 +6,7 @@ defaults and ``required`` (``tool_schema``, over a given table of types), and 03
 """
 from typing import Literal, Optional
 
-from course_lib.checks import Case, Exercise
+from course_lib.courseware.checks import Case, Exercise
 
 
 def outcome(call) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal, Optional
 
-from course_lib.checks import Case, Exercise
+from course_lib.courseware.checks import Case, Exercise
 from course_lib.tools import calculator, list_files, lookup, read_file
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from course_lib.checks import Case, Exercise
+from course_lib.courseware.checks import Case, Exercise
 from course_lib.registry import ToolRegistry
 from course_lib.tools import ToolError, calculator, lookup
 

@@ -58,7 +58,7 @@ def isolation() -> str:
 def _needed() -> list[Path]:
     """What the kernel must still see: the course folder, Python and every folder on its import path."""
     import sys
-    folders = {Path(__file__).resolve().parent.parent, Path(sys.prefix), Path(sys.base_prefix),
+    folders = {Path(__file__).resolve().parents[2], Path(sys.prefix), Path(sys.base_prefix),
                Path(sys.executable).resolve().parent.parent}
     folders |= {Path(p).resolve() for p in sys.path if p and Path(p).is_dir()}
     kept: list[Path] = []

@@ -14,9 +14,9 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-from . import __version__, default_tools
-from .agent import Agent, Step
-from .models.scripted import SCENARIOS, ScriptedModel
+from .. import __version__, default_tools
+from ..agent import Agent, Step
+from ..models.scripted import SCENARIOS, ScriptedModel
 
 # Words that pick a scenario for a goal typed on the command line.
 _KEYWORDS = {"save": ("save", "write", "저장"),   # first: "save the price" is about saving
@@ -64,15 +64,15 @@ def _one_line(text: str, limit: int = 160) -> str:
 
 def live_model(kind: str):
     """A real model for ``course demo --model``, or a ModelError saying what is missing."""
-    from .models.base import ModelError
+    from ..models.base import ModelError
     if kind == "anthropic":
-        from .models.anthropic import AnthropicModel
+        from ..models.anthropic import AnthropicModel
         return AnthropicModel()
-    from .models.openai import OpenAIModel
+    from ..models.openai import OpenAIModel
     if kind == "openai":
         return OpenAIModel()
     import urllib.request
-    from .models.catalog import OLLAMA_URL
+    from ..models.catalog import OLLAMA_URL
     try:   # is a local Ollama server listening? (loopback only, a short timeout)
         urllib.request.urlopen(OLLAMA_URL.rsplit("/v1", 1)[0] + "/api/tags", timeout=2).close()
     except OSError:
@@ -86,7 +86,7 @@ def cmd_demo(args) -> int:
     if args.model == "scripted":
         model, label = demo_model(goal), "scripted (a fixed list of replies standing in for an LLM; no network, no key)"
     else:
-        from .models.base import ModelError
+        from ..models.base import ModelError
         try:
             model = live_model(args.model)
         except ModelError as e:
@@ -94,7 +94,7 @@ def cmd_demo(args) -> int:
             print("`course demo` (the scripted model) runs with no key and no network.", file=sys.stderr)
             return 1
         label = f"{args.model}, live: {model.model}"
-    from .approval import ApprovalGate
+    from ..approval import ApprovalGate
     gate = ApprovalGate()   # asks y/n in a terminal; denies when nobody can answer
     agent = Agent({**default_tools(), "write_file": gate.write_file}, model, max_steps=args.max_steps,
                   on_step=lambda step: print(format_step(step), flush=True))
@@ -115,8 +115,8 @@ _SETTINGS = ("ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS", "COURS
 
 def _setting_problem(name: str) -> str | None:
     """Check a setting with the same code that will read it, so doctor and the run agree."""
-    from .agent import default_max_steps
-    from .models.anthropic import EFFORTS, THINKING, _setting
+    from ..agent import default_max_steps
+    from ..models.anthropic import EFFORTS, THINKING, _setting
     try:
         if name == "COURSE_MAX_STEPS":
             default_max_steps()
@@ -147,7 +147,7 @@ def _print_settings() -> int:
 
 
 def _notebook_dir() -> Path | None:
-    for base in (Path.cwd(), Path(__file__).resolve().parent.parent):
+    for base in (Path.cwd(), Path(__file__).resolve().parents[2]):
         if (base / "notebooks").is_dir():
             return base / "notebooks"
     return None
@@ -226,7 +226,7 @@ def _korean_font() -> str:
 
 def _check_model_ids() -> int:
     """Print each configured model ID and its lifecycle status; count a retired or soon-retiring one as a problem."""
-    from .models.catalog import check_model, model_id
+    from ..models.catalog import check_model, model_id
     problems = 0
     for provider in ("anthropic", "openai", "ollama"):
         model = model_id(provider)
