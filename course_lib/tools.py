@@ -345,7 +345,7 @@ def _normalise(text: str) -> str:
 
 
 def lookup(topic: str) -> str:
-    """Look up a fact in the internal knowledge base, in Korean or English (e.g. 단가, unit price).
+    """Look up one known fact (e.g. 단가, unit price) in Korean or English; to search documents, use search_docs.
 
     Args:
         topic: the topic to look up, for example "단가" or "shipping".
@@ -373,7 +373,7 @@ def _listed(fact: dict) -> str:
 
 
 def search_docs(query: str) -> str:
-    """Search the company documents for a keyword and return every matching document.
+    """Search the company documents for a keyword (e.g. 출장); for one known fact, such as a price, use lookup.
 
     Args:
         query: a word or phrase to look for, for example "출장" or "refund".
