@@ -5,6 +5,7 @@ own code path (course_lib.courseware.grading.grade), so they also prove every ex
 """
 import json
 import re
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -111,3 +112,24 @@ def test_the_exercise_banner_speaks_to_the_learner_first_and_to_instructors_belo
         assert banner.startswith("> **Your turn.** Fill in every cell marked `# YOUR CODE HERE`")
         assert banner.index("*For instructors:*") > banner.index("course check")
         assert f"solutions/{path.name}" in banner
+
+
+def test_course_check_says_how_many_failing_cases_it_did_not_list():
+    from course_lib.courseware.grader import ExerciseGrade, Grade, _lines
+    rows = [{"label": f"case {i}", "expected": "x", "got": "y", "hint": ""} for i in range(7)]
+    report = _lines(Grade("nb.ipynb", "01", [ExerciseGrade("01.2", False, "11/18 cases passed in check()",
+                                                           0, 1, rows)]))
+    assert sum(line.strip().startswith("✗ case") for line in report) == 5
+    assert report[-1].strip() == ("… and 2 more failing case(s): the check cell in the notebook lists them all")
+
+
+def test_bare_course_check_grades_the_learners_exercise_notebook(tmp_path):
+    """The README's learner command: `.venv/bin/course check 01` from the course folder, no path."""
+    import subprocess
+    import sys
+    course = Path(sys.executable).with_name("course")
+    result = subprocess.run([str(course), "check", "01"], capture_output=True, text=True, encoding="utf-8",
+                            timeout=300, cwd=ROOT)
+    assert "01_tools_exercises.ipynb" in result.stdout, result.stdout + result.stderr
+    assert result.returncode == 1 and "not implemented yet" in result.stdout   # the committed stubs
+    assert "at a time" not in result.stdout.splitlines()[0]   # one notebook: nothing to run side by side

@@ -418,8 +418,9 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
         passed = detail is None   # every test above found nothing wrong
         if passed:
             detail = f"{len(result['cases'])}/{len(result['cases'])} cases passed, hidden tests passed"
+        # every failing row: the report shows five and counts the rest
         grades.append(ExerciseGrade(exercise, passed, detail[:500], points.get(exercise, 0) if passed else 0,
-                                    points.get(exercise, 0), failing[:10]))
+                                    points.get(exercise, 0), failing))
     return grades
 
 
@@ -539,6 +540,9 @@ def _report(g: Grade) -> list[str]:
         for row in ex.failing[:5]:
             lines.append(f"        ✗ {row['label']}: expected {row['expected']}, got {row['got']}"
                          + (f"  (hint: {row['hint']})" if row.get("hint") else ""))
+        if len(ex.failing) > 5:   # say so: fixing the five shown is not the end of it
+            lines.append(f"        … and {len(ex.failing) - 5} more failing case(s): the check cell in the "
+                         "notebook lists them all")
     return lines
 
 
@@ -557,7 +561,8 @@ def cmd_check(args) -> int:
         return 3
     total = len(notebooks)
     if not args.json:
-        print(f"Grading {total} notebook(s) of stage {stage}, {args.jobs} at a time; "
+        at_once = f", {min(args.jobs, total)} at a time" if total > 1 else ""
+        print(f"Grading {total} notebook(s) of stage {stage}{at_once}; "
               f"{sandbox.DESCRIPTIONS[sandbox.isolation()]}.", flush=True)
 
     def progress(i, g, problem):
