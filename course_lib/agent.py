@@ -285,9 +285,8 @@ def _strict(value):
 
 def _strict_text(value) -> str:
     try:
-        text = str(value)
-        return text if isinstance(text, str) else repr(type(value))
-    except Exception:
+        return str(value)
+    except Exception:   # a __str__ that raises, or returns something that is not text
         return f"(a {type(value).__name__} that cannot be shown)"
 
 

@@ -1,12 +1,13 @@
 """A person in the loop: ``ApprovalGate`` gives the agent a ``write_file`` tool that asks before it writes.
 
 The write is sandboxed like ``read_file`` (only inside the workspace, the current folder). Before it
-happens, the gate asks: with Approve / Deny buttons in a notebook open in JupyterLab (``course_lib.courseware.widgets``),
-with a y/n prompt in a terminal (``course demo``), and, where nobody can answer (CI, a script without a
-terminal, a notebook run by nbconvert, papermill or a grader), it denies at once, saying why. Only an explicit yes approves: any other answer, or a policy that fails, is a no. The write itself
-is atomic (a temporary file, then a rename), so a failure never leaves a half-written or emptied file.
-A denied write is not an error in the program: the model receives an observation saying the
-person said no, and can continue without it.
+happens, the gate asks: with Approve / Deny buttons in a notebook open in JupyterLab
+(``course_lib.courseware.widgets``), with a y/n prompt in a terminal (``course demo``), and, where nobody can
+answer (CI, a script without a terminal, a notebook run by nbconvert, papermill or a grader), it denies at
+once, saying why. Only an explicit yes approves: any other answer, or a policy that fails, is a no. The write
+itself is atomic (a temporary file, then a rename), so a failure never leaves a half-written or emptied file.
+A denied write is not an error in the program: the model receives an observation saying the person said no,
+and can continue without it.
 
 ``COURSE_APPROVAL=approve|deny|ask`` overrides the choice of policy (CI sets ``deny``).
 """
@@ -18,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .tools import ToolError, inside_workspace, os_problem, shorten, write_atomically
+from .tools import OS_FAILURES, ToolError, inside_workspace, os_problem, shorten, write_atomically
 
 MAX_WRITE_CHARS = 100_000
 
@@ -134,7 +135,7 @@ class ApprovalGate:
                             "Do not retry the same write; continue without it.")
         try:   # the folder is checked again as it is opened: it may have been swapped while the person decided
             write_atomically(target, data, inside=root)
-        except (OSError, RuntimeError, ValueError, OverflowError, MemoryError) as e:   # the old file is whole
+        except OS_FAILURES as e:   # the old file is whole
             raise ToolError(f"{os_problem(path, e)}; nothing was changed") from None
         return f"Wrote {len(content)} characters to '{path}'."
 

@@ -19,7 +19,6 @@ import json
 import math
 import operator
 import os
-import secrets
 import stat
 from functools import cache
 from pathlib import Path
@@ -180,7 +179,11 @@ def os_problem(path: str, e: BaseException) -> ToolError:
 
 
 # What the file system or Python may raise on a hostile path or file; each becomes a ToolError (os_problem).
-_OS_FAILURES = (OSError, RuntimeError, ValueError, OverflowError, MemoryError)
+OS_FAILURES = (OSError, RuntimeError, ValueError, OverflowError, MemoryError)
+
+
+def _outside(path: str) -> ToolError:
+    return ToolError(f"'{shorten(path)}' is outside the workspace; use a path inside the current folder")
 
 
 def inside_workspace(path: str) -> Path:
@@ -198,10 +201,10 @@ def inside_workspace(path: str) -> Path:
     try:
         root = Path.cwd().resolve()
         target = (root / path).resolve()   # follows symlinks, so a link pointing outside is caught here
-    except _OS_FAILURES as e:
+    except OS_FAILURES as e:
         raise os_problem(path, e) from None
     if not target.is_relative_to(root):   # a path check, not a prefix check: /work2 is not inside /work
-        raise ToolError(f"'{shorten(path)}' is outside the workspace; use a path inside the current folder")
+        raise _outside(path)
     return target
 
 
@@ -214,7 +217,7 @@ def _still_inside(fd: int, path: str, root: Path | None = None) -> None:
     except OSError:   # no /proc here: the check in inside_workspace is all there is
         return
     if not opened.is_relative_to(root or Path.cwd().resolve()):
-        raise ToolError(f"'{shorten(path)}' is outside the workspace; use a path inside the current folder")
+        raise _outside(path)
 
 
 def read_file(path: str, max_chars: int = 20000) -> str:
@@ -232,11 +235,11 @@ def read_file(path: str, max_chars: int = 20000) -> str:
     except FileNotFoundError:
         raise ToolError(f"there is no file '{shorten(path)}' in the workspace; call list_files to see what "
                         "exists") from None
-    except _OS_FAILURES as e:
+    except OS_FAILURES as e:
         raise os_problem(path, e) from None
     try:
         kind = os.fstat(fd).st_mode
-    except _OS_FAILURES as e:
+    except OS_FAILURES as e:
         os.close(fd)
         raise os_problem(path, e) from None
     if not stat.S_ISREG(kind):
@@ -249,7 +252,7 @@ def read_file(path: str, max_chars: int = 20000) -> str:
         try:
             text, rest = f.read(wanted), f.read(MAX_COUNTED)   # bounded work, however large the file
             more = f.read(1) != ""
-        except _OS_FAILURES as e:
+        except OS_FAILURES as e:
             raise os_problem(path, e) from None
     if rest:
         left = f"more than {len(rest):,}" if more else f"{len(rest):,}"
@@ -284,7 +287,7 @@ def list_files(directory: str = ".") -> str:
         raise ToolError(f"'{shorten(directory)}' is a file, not a folder; call read_file to read it") from None
     except FileNotFoundError:
         raise ToolError(f"there is no folder '{shorten(directory)}' in the workspace") from None
-    except _OS_FAILURES as e:
+    except OS_FAILURES as e:
         raise os_problem(directory, e) from None
     if not names and not unseen:
         return f"'{shorten(directory)}' is empty"
@@ -302,7 +305,7 @@ def write_atomically(target: Path, data: bytes, *, inside: Path | None = None) -
     rename replaces a hard link or a symlink instead of writing through it. A file that existed keeps its
     permissions. With ``inside``, the folder written to must still be inside that folder when it is opened.
     Everything happens relative to the opened folder, so swapping it for a symlink midway changes nothing."""
-    temporary = f".{target.name[:50]}.{secrets.token_hex(6)}.tmp"
+    temporary = f".{target.name[:50]}.{os.urandom(6).hex()}.tmp"
     target.parent.mkdir(parents=True, exist_ok=True)
     relative = os.open in os.supports_dir_fd   # POSIX; elsewhere (Windows) the same steps by path name
     folder = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if relative else None

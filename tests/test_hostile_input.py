@@ -590,7 +590,7 @@ def test_any_failure_inside_a_file_tool_is_a_tool_error(workspace, monkeypatch, 
     def broken(*args, **kwargs):
         raise failure
     gate = ApprovalGate(approve)
-    for module, name, call, phrase in [(tools.secrets, "token_hex", lambda: gate.write_file("a.txt", "new"),
+    for module, name, call, phrase in [(tools.os, "urandom", lambda: gate.write_file("a.txt", "new"),
                                         "nothing was changed"),
                                        (tools.os, "scandir", lambda: list_files("."), "cannot use '.'"),
                                        (tools.os, "fstat", lambda: read_file("a.txt"), "cannot use 'a.txt'")]:

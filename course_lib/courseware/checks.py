@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextvars
 import json
 import os
+import sys
 import threading
 import time
 import unicodedata
@@ -346,41 +347,12 @@ def check(exercise_id: str, candidate, *, quiet: bool = False) -> CheckResult:
 def _show(result: CheckResult) -> None:
     """In a notebook an HTML table (count first, failing rows marked) with the text table beside it for
     nbval and plain front ends; in a terminal the text table."""
-    shell = __import__("sys").modules.get("IPython")
-    shell = shell.get_ipython() if shell else None
-    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
+    from ..approval import _in_notebook   # the same test the approval gate uses to choose its buttons
+    if not _in_notebook():
         print(render(result))
         return
     from IPython.display import display
     display({"text/plain": render(result), "text/html": render_html(result)}, raw=True)
-
-
-def render_html(result: CheckResult) -> str:
-    """The check as HTML: the count first, ✓/✗ kept, failing rows and their hints marked (theme colours)."""
-    from html import escape
-    head = f"<b>Exercise {escape(result.exercise)}</b>" + (f" · {escape(result.title)}" if result.title else "")
-    if result.not_implemented:
-        return (f"<div>{head}<br>… not implemented yet: replace <code>raise NotImplementedError</code> with your "
-                "code, then run this cell again.</div>")
-    if result.error:
-        return f"<div>{head}<br>✗ {escape(result.error)}</div>"
-    done, total = sum(c.ok for c in result.cases), len(result.cases)
-    colour = "var(--jp-success-color1, #2e7d32)" if result.passed else "var(--jp-error-color1, #c62828)"
-    rows = []
-    for c in result.cases:
-        mark = f"border-left:4px solid {'transparent' if c.ok else 'var(--jp-error-color1, #c62828)'}"
-        left = "<td style='text-align:left'>"   # JupyterLab right-aligns table cells by default
-        rows.append(f"<tr style='{mark}'><td>{'✓' if c.ok else '✗'}</td>{left}{escape(c.label)}</td>"
-                    f"{left}<code>{escape(c.expected)}</code></td>{left}<code>{escape(c.got)}</code></td></tr>")
-        if c.hint:
-            rows.append(f"<tr style='{mark}'><td></td><td colspan='3' style='text-align:left'>"
-                        f"<i>hint: {escape(c.hint)}</i></td></tr>")
-    tail = (f"<br>All visible cases pass. <code>course check {escape(result.exercise.split('.')[0])}</code> also "
-            "runs hidden tests on other data." if result.passed else "")
-    return (f"<div>{head} — <b style='color:{colour}'>{done}/{total} passed</b>"
-            f"{' ✓ well done' if result.passed else ''}<table style='margin-top:4px'>"
-            "<tr><th></th><th style='text-align:left'>case</th><th style='text-align:left'>expected</th>"
-            f"<th style='text-align:left'>got</th></tr>{''.join(rows)}</table>{tail}</div>")
 
 
 def _width(text: str) -> int:
@@ -416,6 +388,31 @@ def render(result: CheckResult) -> str:
     return "\n".join(lines)
 
 
+def render_html(result: CheckResult) -> str:
+    """The check as HTML: the count first, ✓/✗ kept, failing rows and their hints marked (theme colours)."""
+    from html import escape
+    if result.not_implemented or result.error:   # no table: the two-line text form says it
+        return f"<pre>{escape(render(result))}</pre>"
+    head = f"<b>Exercise {escape(result.exercise)}</b>" + (f" · {escape(result.title)}" if result.title else "")
+    done, total = sum(c.ok for c in result.cases), len(result.cases)
+    colour = "var(--jp-success-color1, #2e7d32)" if result.passed else "var(--jp-error-color1, #c62828)"
+    rows = []
+    for c in result.cases:
+        mark = f"border-left:4px solid {'transparent' if c.ok else 'var(--jp-error-color1, #c62828)'}"
+        left = "<td style='text-align:left'>"   # JupyterLab right-aligns table cells by default
+        rows.append(f"<tr style='{mark}'><td>{'✓' if c.ok else '✗'}</td>{left}{escape(c.label)}</td>"
+                    f"{left}<code>{escape(c.expected)}</code></td>{left}<code>{escape(c.got)}</code></td></tr>")
+        if c.hint:
+            rows.append(f"<tr style='{mark}'><td></td><td colspan='3' style='text-align:left'>"
+                        f"<i>hint: {escape(c.hint)}</i></td></tr>")
+    tail = (f"<br>All visible cases pass. <code>course check {escape(result.exercise.split('.')[0])}</code> also "
+            "runs hidden tests on other data." if result.passed else "")
+    return (f"<div>{head} — <b style='color:{colour}'>{done}/{total} passed</b>"
+            f"{' ✓ well done' if result.passed else ''}<table style='margin-top:4px'>"
+            "<tr><th></th><th style='text-align:left'>case</th><th style='text-align:left'>expected</th>"
+            f"<th style='text-align:left'>got</th></tr>{''.join(rows)}</table>{tail}</div>")
+
+
 def summary() -> str:
     """All results of this kernel as JSON, for the grader."""
     return json.dumps({k: {"passed": r.passed, "not_implemented": r.not_implemented,
@@ -439,10 +436,8 @@ def _explain_name_error(shell, etype, value, tb, tb_offset=None):
 
 def explain_name_errors(shell=None) -> None:
     """Install ``_explain_name_error`` in an IPython shell (done on import inside a notebook or IPython)."""
-    try:
-        shell = shell or __import__("IPython").get_ipython()
-    except ImportError:
-        return
+    if shell is None and "IPython" in sys.modules:   # never import IPython just to look: that costs time
+        shell = sys.modules["IPython"].get_ipython()
     if shell is not None:
         shell.set_custom_exc((NameError,), _explain_name_error)
 
