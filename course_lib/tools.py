@@ -221,7 +221,7 @@ def _still_inside(fd: int, path: str, root: Path | None = None) -> None:
 
 
 def read_file(path: str, max_chars: int = 20000) -> str:
-    """Read a text file from the workspace (the current folder).
+    """Read a text file in the workspace (the current folder); to see which files there are, use list_files.
 
     Args:
         path: a path inside the workspace, for example "notes.txt".
@@ -267,7 +267,7 @@ def _entry(name: str) -> str:   # a name with a newline (or other control) must 
 
 
 def list_files(directory: str = ".") -> str:
-    """List the files and folders in a workspace folder (folders end with /).
+    """List the files and folders in a workspace folder (folders end with /); to read a file, use read_file.
 
     Args:
         directory: a folder inside the workspace; "." is the workspace itself.

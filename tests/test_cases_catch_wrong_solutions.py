@@ -393,6 +393,37 @@ def ref_arg_docs(doc):
     return found
 
 
+def ref_description_problems(tools, *, lower=True, whole_word=True, stale=True, stop_at_missing=True):
+    def first_line(func):
+        doc = (inspect.getdoc(func) or "").strip()
+        return doc.splitlines()[0].strip() if doc else ""
+
+    def long_words(line):
+        return set(re.findall(r"[^\W\d_]{5,}", line.lower() if lower else line))
+
+    lines = {name: first_line(func) for name, func in tools.items()}
+    problems = []
+    for name, func in tools.items():
+        line = lines[name]
+        if not line:
+            problems.append(f"{name}: no description")
+            if stop_at_missing:
+                continue
+        params = inspect.signature(func).parameters
+        described = ref_arg_docs(inspect.getdoc(func))
+        problems += [f"{name}: parameter '{p}' has no Args: line" for p in params if p not in described]
+        if stale:
+            problems += [f"{name}: Args: describes '{a}', which is not a parameter" for a in described
+                         if a not in params]
+        for other, other_line in lines.items():
+            if other == name or not other_line or not long_words(line) & long_words(other_line):
+                continue
+            named = re.search(rf"(?<!\w){re.escape(other)}(?!\w)", line) if whole_word else other in line
+            if not named:
+                problems.append(f"{name}: say when to use {other} instead")
+    return problems
+
+
 def arg_docs_fixed_margins(doc):
     """Parameters at four spaces, the section ends at column 0: right for inspect.getdoc, wrong for __doc__."""
     found, current, inside = {}, None, False
@@ -915,6 +946,7 @@ REFERENCES = {
     "03.1": lambda: ref_json_type,
     "03.2": lambda: ref_tool_schema,
     "03.3": lambda: ref_arg_docs,
+    "03.4": lambda: ref_description_problems,
     "04.1": lambda: ref_validate_action,
     "04.2": lambda: ref_find_action,
     "04.3": lambda: make_parse_action(),
@@ -984,6 +1016,11 @@ WRONG = [
     # 03.3 a raw, indented __doc__ with a blank line
     ("03.3", lambda: arg_docs_fixed_margins, "a raw, indented __doc__"),
     ("03.3", lambda: arg_docs_stopping_at_blank_lines, "a raw, indented __doc__"),
+    # 03.4 case, whole words, drifted Args:, nothing more for an undescribed tool
+    ("03.4", lambda: lambda t: ref_description_problems(t, lower=False), "SEARCH sounds like Search"),
+    ("03.4", lambda: lambda t: ref_description_problems(t, whole_word=False), "'prices' does not name 'price'"),
+    ("03.4", lambda: lambda t: ref_description_problems(t, stale=False), "Args: for a parameter that is gone"),
+    ("03.4", lambda: lambda t: ref_description_problems(t, stop_at_missing=False), "no docstring"),
     # 04.1 falsy args that are not objects
     ("04.1", lambda: validate_action_or_empty, "args is an empty list"),
     # 04.2 keep scanning after a RecursionError and inside an object; no checks on the action

@@ -15,8 +15,8 @@ from course_lib.tools import calculator, lookup, read_file
 
 CALCULATOR_LINE = ("- calculator(expression: str): "
                    "Evaluate an arithmetic expression such as (20*4)+15 and return the result.")
-READ_FILE_LINE = ("- read_file(path: str, max_chars: int = 20000): "
-                  "Read a text file from the workspace (the current folder).")
+READ_FILE_LINE = ("- read_file(path: str, max_chars: int = 20000): Read a text file in the workspace "
+                  "(the current folder); to see which files there are, use list_files.")
 
 
 # ====================================================================== tool_description

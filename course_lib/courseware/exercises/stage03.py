@@ -1,12 +1,19 @@
 """Stage 03 exercises: describing tools to the model.
 
 03.1 maps Python type hints to JSON Schema (``json_type``), 03.2 builds a tool's parameter schema with
-defaults and ``required`` (``tool_schema``, over a given table of types), and 03.3 parses a Google-style
-``Args:`` section, continuation lines included (``arg_docs``). The sample tools and docstrings are below.
+defaults and ``required`` (``tool_schema``, over a given table of types), 03.3 parses a Google-style
+``Args:`` section, continuation lines included (``arg_docs``), and 03.4 reviews a set of tools' descriptions
+the way the model reads them (``description_problems``). The sample tools and docstrings are below.
 """
 from typing import Literal, Optional
 
 from course_lib.courseware.checks import Case, Exercise
+
+
+def course_tools() -> dict:
+    """course_lib's default tools, imported when a case needs them."""
+    from course_lib import default_tools
+    return default_tools()
 
 
 def outcome(call) -> str:
@@ -72,11 +79,120 @@ KOREAN = "단가를 찾는다.\n\nArgs:\n    topic: 찾을 주제, 예: 단가.\
 INDENTED = ("Plan a stay.\n\n    Args:\n        days: how many days,\n            counting the day you arrive.\n\n"
             "        city: where to stay.\n\n    Returns:\n        a plan.\n    ")
 
+# ---------------------------------------------------------------- sample tool sets for 03.4
+def lookup_vague(topic: str) -> str:
+    """Look up information.
+
+    Args:
+        topic: what to look up.
+    """
+    return topic
+
+
+def search_vague(query: str) -> str:
+    """Search for information in the documents.
+
+    Args:
+        query: a word to look for.
+    """
+    return query
+
+
+def lookup_clear(topic: str) -> str:
+    """Look up one known fact (unit price, shipping) by topic; to search documents, use search_docs.
+
+    Args:
+        topic: the fact to look up, for example "단가".
+    """
+    return topic
+
+
+def search_clear(query: str) -> str:
+    """Search the company documents for a word; for one known fact, such as a price, use lookup.
+
+    Args:
+        query: a word to look for, for example "출장".
+    """
+    return query
+
+
+def weather(city: str) -> str:
+    return city
+
+
+def blank(city: str) -> str:
+    """   """
+    return city
+
+
+def discount(price: float, percent: float) -> str:
+    """Apply a percentage discount to a price.
+
+    Args:
+        percent: the discount, for example 10 for 10%.
+    """
+    return str(price)
+
+
+def convert(amount: float, currency: str = "USD") -> str:
+    """Convert won into another currency.
+
+    Args:
+        amount: how many won.
+        currency: the currency to convert into.
+        rate: the exchange rate to use.
+    """
+    return str(amount)
+
+
+def price(item: str) -> str:
+    """Find the current price of one product; not for totals, which need a calculation first.
+
+    Args:
+        item: the product.
+    """
+    return item
+
+
+def total(expression: str) -> str:
+    """Work out totals from current prices that are already known.
+
+    Args:
+        expression: the sum, for example "24*7".
+    """
+    return expression
+
+
+def shout_loud(text: str) -> str:
+    """SEARCH the text for lower-case letters and make them capitals.
+
+    Args:
+        text: the text.
+    """
+    return text.upper()
+
+
+def book(city: str) -> str:
+    """출장 숙소를 예약한다 (book a hotel for a business trip).
+
+    Args:
+        city: 도시 이름, 예: 부산.
+    """
+    return city
+
+
+def now() -> str:
+    """Return the current time in Seoul."""
+    return "12:00"
+
+
 ENUM_HINT = "Literal[...] becomes {'enum': [its values]}: typing.get_args gives them"
 UNION_HINT = "for Optional[X] and X | None, describe X: typing.Union and types.UnionType are both origins"
 REFUSE_HINT = "anything not in the table must raise ValueError, not return {}"
 HINTS_HINT = "read the hints with typing.get_type_hints(func), which turns 'str' back into str"
 CONT_HINT = "a line indented deeper than the parameter lines continues the description before it"
+WHEN_HINT = ("two first lines that share a word of five or more letters sound alike: each must name the "
+             "other tool")
 
 EXERCISES = {
     "03.1": Exercise("json_type: Python type hints to JSON Schema", [
@@ -159,5 +275,34 @@ EXERCISES = {
              hint=CONT_HINT),
         Case("Korean text is kept", lambda f: f(KOREAN), expected={"topic": "찾을 주제, 예: 단가."},
              hint="keep the description as it is: strip only the spaces around it"),
+    ]),
+    "03.4": Exercise("description_problems: read the descriptions as the model will", [
+        Case("vague lookup and search", lambda f: f({"lookup": lookup_vague, "search_docs": search_vague}),
+             expected=["lookup: say when to use search_docs instead", "search_docs: say when to use lookup instead"],
+             hint=WHEN_HINT),
+        Case("each names the other", lambda f: f({"lookup": lookup_clear, "search_docs": search_clear}),
+             expected=[], hint="a first line that names the other tool as a whole word says when to use it"),
+        Case("no docstring", lambda f: f({"weather": weather}), expected=["weather: no description"],
+             hint="no first line: report 'no description' and nothing else for that tool"),
+        Case("a blank docstring", lambda f: f({"weather": blank, "lookup": lookup_clear}),
+             expected=["weather: no description"],
+             hint="a docstring of spaces is no description; a tool without one has no line to compare"),
+        Case("a parameter without Args:", lambda f: f({"discount": discount}),
+             expected=["discount: parameter 'price' has no Args: line"],
+             hint="compare inspect.signature(func).parameters with arg_docs(inspect.getdoc(func))"),
+        Case("Args: for a parameter that is gone", lambda f: f({"convert": convert}),
+             expected=["convert: Args: describes 'rate', which is not a parameter"],
+             hint="a name in Args: that the signature does not have is a description that drifted"),
+        Case("'prices' does not name 'price'", lambda f: f({"price": price, "total": total}),
+             expected=["price: say when to use total instead", "total: say when to use price instead"],
+             hint="look for the other tool's name as a whole word: "
+                  "re.search(rf'\\b{re.escape(name)}\\b', line)"),
+        Case("SEARCH sounds like Search", lambda f: f({"search_docs": search_vague, "shout": shout_loud}),
+             expected=["search_docs: say when to use shout instead", "shout: say when to use search_docs instead"],
+             hint="compare the words in lower case"),
+        Case("no shared long word", lambda f: f({"now": now, "book": book, "shout": shout_loud}), expected=[],
+             hint="only words of five or more letters count: 'from', 'the' and '24' are not"),
+        Case("the course's own tools", lambda f: f(course_tools()), expected=[],
+             hint="course_lib's five tools describe themselves well: a problem here is a false alarm"),
     ]),
 }
