@@ -161,3 +161,81 @@ def test_stepper_and_approval_in_jupyterlab(jupyterlab):
             browser.close()
     written = jupyterlab["work"] / "transcripts" / "summary.txt"
     assert written.read_text(encoding="utf-8") == "Seven units cost $168 (7 × $24)."
+
+
+MERMAID = re.compile(r"```mermaid\n(.*?)```", re.S)
+
+
+def diagrams(notebook: Path) -> list[str]:
+    cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+    return [m for c in cells if c["cell_type"] == "markdown" for m in MERMAID.findall("".join(c["source"]))]
+
+
+def test_diagrams_fit_one_screen_with_readable_labels_and_alt_text(jupyterlab):
+    """Every lesson diagram renders in JupyterLab as an image whose alt text is its accTitle and whose caption
+    (for screen readers) is its accDescr; it fits a 1000-pixel-high window, and it is not shrunk below 80 % of
+    its drawn size, so its labels stay readable (the 08 adapter diagram once rendered at about 10-pixel labels).
+    A failing check() table is photographed along the way: the count first, failing rows marked."""
+    work = jupyterlab["work"]
+    lessons = [nb for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if diagrams(nb)]
+    assert len(lessons) >= 8
+    for nb in lessons:
+        shutil.copy(nb, work / nb.name)
+    shutil.copytree(ROOT / "notebooks" / "workspace", work / "workspace", dirs_exist_ok=True)
+    ARTIFACTS.mkdir(exist_ok=True)
+    sizes, too_big = [], []
+    with jupyterlab["playwright"].sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=jupyterlab["chromium"], args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for nb in lessons:
+                expected = diagrams(nb)
+                page.goto(f"{jupyterlab['url']}/lab/tree/{nb.name}?reset&token={jupyterlab['token']}")   # reset: only this tab
+                figures = page.locator(".jp-RenderedMermaid figure")
+                page.wait_for_function(f"() => document.querySelectorAll('.jp-RenderedMermaid figure img').length"
+                                       f" >= {len(expected)}", timeout=90_000)
+                assert figures.count() == len(expected), f"{nb.name}: a diagram did not render"
+                for k, source in enumerate(expected):
+                    title = re.search(r"accTitle: (.+)", source)[1].strip()
+                    description = re.search(r"accDescr: (.+)", source)[1].strip()
+                    figure = figures.nth(k)
+                    img = figure.locator("img")
+                    assert img.get_attribute("alt") == title, f"{nb.name} diagram {k + 1}: alt text"
+                    assert figure.locator("figcaption").inner_text().strip() == description
+                    figure.scroll_into_view_if_needed()
+                    box = img.bounding_box()
+                    drawn = float(img.get_attribute("width") or box["width"])
+                    sizes.append(f"{nb.name} {k + 1}: {box['width']:.0f}×{box['height']:.0f} px, "
+                                 f"{box['width'] / drawn:.0%} of its drawn width")
+                    if box["height"] > 640 or box["width"] / drawn < 0.8:
+                        too_big.append(sizes[-1])
+                if nb.name.startswith("08"):
+                    for k, name in ((1, "anthropic"), (2, "openai"), (3, "ollama")):
+                        figures.nth(k - 1).scroll_into_view_if_needed()
+                        figures.nth(k - 1).screenshot(path=str(ARTIFACTS / f"diagram-08-{name}{SUFFIX}.png"))
+                if nb.name.startswith("00"):
+                    figures.first.screenshot(path=str(ARTIFACTS / f"diagram-00-loop{SUFFIX}.png"))
+
+            # A failing check() table, as a learner sees it before the answer is right.
+            page.goto(f"{jupyterlab['url']}/lab/tree/06_agent_class.ipynb?token={jupyterlab['token']}")
+            page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=90_000)
+            cell = run_cell(page, "stepper = AgentStepper(")   # any code cell: we type over a scratch cell below
+            page.keyboard.press("Escape")
+            page.keyboard.press("b")                            # a new cell below, in command mode
+            page.keyboard.press("Enter")
+            page.keyboard.type('from course_lib.courseware.checks import check\n'
+                               'check("03.4", lambda tools: [])')
+            page.keyboard.press("Shift+Enter")
+            table = page.locator(".jp-OutputArea table").last
+            table.wait_for(timeout=60_000)
+            assert "✗" in table.inner_text() and "✓" in table.inner_text()
+            table.scroll_into_view_if_needed()
+            table.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')][1]").screenshot(
+                path=str(ARTIFACTS / f"check-table-failing{SUFFIX}.png"))
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "jupyterlab-failure.png"))
+            raise
+        finally:
+            browser.close()
+    (ARTIFACTS / f"diagram-sizes{SUFFIX}.txt").write_text("\n".join(sizes) + "\n", encoding="utf-8")
+    assert not too_big, "diagrams taller than 640 px or shrunk below 80 %:\n" + "\n".join(too_big)

@@ -69,3 +69,34 @@ def test_no_wall_of_output_or_of_summary(path):
             summary = text.split("\n## ")[0]
             lines = [line for line in summary.splitlines() if line.strip()]
             assert len(lines) <= 14, f"{path.name}: the summary has {len(lines)} lines"
+
+
+def _diagrams(path: Path) -> list[str]:
+    import re
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [m for c in cells if c["cell_type"] == "markdown"
+            for m in re.findall(r"```mermaid\n(.*?)```", "".join(c["source"]), re.S)]
+
+
+@pytest.mark.parametrize("path", [p for p in LESSONS if _diagrams(p)], ids=lambda p: p.stem)
+def test_every_diagram_has_alt_text_and_flowcharts_run_left_to_right(path):
+    """JupyterLab turns accTitle into the image's alt text and accDescr into a caption for screen readers;
+    top-to-bottom flowcharts of the whole loop were two screens tall (the browser test measures the sizes)."""
+    for source in _diagrams(path):
+        lines = [line.strip() for line in source.splitlines()]
+        assert any(line.startswith("accTitle: ") and len(line) > 20 for line in lines), source[:80]
+        assert any(line.startswith("accDescr: ") and len(line) > 80 for line in lines), source[:80]
+        kind = next(line for line in lines if line and not line.startswith("%%"))
+        assert kind in ("flowchart LR", "sequenceDiagram"), f"{path.name}: {kind}"
+
+
+def test_lesson_08_has_one_sequence_diagram_per_provider_and_03_the_description_pipeline():
+    sequences = [d for d in _diagrams(ROOT / "notebooks" / "08_real_apis.ipynb") if "sequenceDiagram" in d]
+    endpoints = ["POST /v1/messages", "POST /v1/chat/completions", "POST /api/chat"]
+    assert len(sequences) == 3 and all(e in s for e, s in zip(endpoints, sequences))
+    assert all(word in sequences[0] for word in ("tool_use", "tool_result", "is_error", "end_turn"))
+    assert all(word in sequences[1] for word in ("tool_calls", "JSON string", "tool_call_id"))
+    assert all(word in sequences[2] for word in ('"stream": false', "JSON object", "tool_name"))
+    pipeline = _diagrams(ROOT / "notebooks" / "03_describing_tools.ipynb")[0]
+    assert all(word in pipeline for word in ("Python function", "description line", "JSON Schema",
+                                             "input_schema", "function.parameters"))
