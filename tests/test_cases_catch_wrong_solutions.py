@@ -1021,6 +1021,7 @@ WRONG = [
     ("03.4", lambda: lambda t: ref_description_problems(t, whole_word=False), "'prices' does not name 'price'"),
     ("03.4", lambda: lambda t: ref_description_problems(t, stale=False), "Args: for a parameter that is gone"),
     ("03.4", lambda: lambda t: ref_description_problems(t, stop_at_missing=False), "no docstring"),
+    ("03.4", lambda: lambda t: sorted(ref_description_problems(t)), "in the dict's order"),
     # 04.1 falsy args that are not objects
     ("04.1", lambda: validate_action_or_empty, "args is an empty list"),
     # 04.2 keep scanning after a RecursionError and inside an object; no checks on the action

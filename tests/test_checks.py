@@ -6,11 +6,14 @@ import signal
 import threading
 import time
 from importlib import import_module
+from pathlib import Path
 
 import pytest
 
 from course_lib.courseware import checks
 from course_lib.courseware.checks import Case, CheckResult, Exercise, check, render, run_cases
+
+ROOT = Path(__file__).resolve().parent.parent
 
 HANG_GUARD = 60   # seconds: a hang guard only, never a speed requirement
 STAGES = [f"{n:02d}" for n in range(1, 9)]
@@ -80,6 +83,36 @@ def test_a_stub_says_not_implemented_yet_not_a_traceback(toy_exercise, capsys):
     out = capsys.readouterr().out
     assert result.not_implemented and not result.passed and result.cases == []
     assert "not implemented yet" in out and "Traceback" not in out
+
+
+def test_a_stub_in_an_earlier_exercise_is_named_not_blamed_on_this_one(toy_exercise, capsys):
+    def arg_docs(doc):   # 03.3 not written yet
+        raise NotImplementedError()
+
+    def description_problems(tools):   # 03.4 written, and it calls 03.3
+        def inner():
+            return arg_docs("")
+        return inner()
+
+    def own_stub(x):
+        def helper():
+            raise NotImplementedError()
+        return helper()
+
+    class Model:   # a class whose method is the stub: the exercise itself is not written
+        def __init__(self, x):
+            raise NotImplementedError()
+
+    result = check("00.1", description_problems)
+    out = capsys.readouterr().out
+    assert result.not_implemented and result.stub.endswith("arg_docs") and "<locals>" not in result.stub
+    assert "not implemented yet: it calls `" in out and "arg_docs`, which still raises" in out
+    assert run_cases("00.1", description_problems).as_dict()["stub"] == result.stub
+    for candidate in (own_stub, Model):
+        result = check("00.1", candidate, quiet=True)
+        assert result.not_implemented and result.stub is None
+    check("00.1", own_stub)
+    assert "replace `raise NotImplementedError` with your code" in capsys.readouterr().out
 
 
 def test_exceptions_in_the_learners_code_are_failed_cases(toy_exercise, capsys):
@@ -202,7 +235,7 @@ def test_run_cases_prints_nothing_keeps_results_and_gives_plain_data(toy_exercis
     result = run_cases("00.1", lambda x: x * 3)
     assert capsys.readouterr().out == "" and "00.1" not in checks.RESULTS
     data = json.loads(json.dumps(result.as_dict(), ensure_ascii=False))
-    assert set(data) == {"exercise", "title", "passed", "not_implemented", "error", "cases"}
+    assert set(data) == {"exercise", "title", "passed", "not_implemented", "stub", "error", "cases"}
     assert data["exercise"] == "00.1" and data["title"] == "double a number" and data["passed"] is False
     assert data["cases"][0] == {"label": "2 -> 4", "ok": False, "expected": "4", "got": "6",
                                 "hint": "multiply by two"}
@@ -211,7 +244,8 @@ def test_run_cases_prints_nothing_keeps_results_and_gives_plain_data(toy_exercis
 
 def test_an_unknown_exercise_or_a_wrong_kind_of_candidate_never_crashes(capsys):
     result = check("42.9", double)
-    assert result.error == "there is no exercise '42.9'" and not result.passed
+    assert result.error.startswith("there is no exercise '42.9' in the course_lib imported from ")
+    assert result.error.endswith(str(ROOT)) and not result.passed
     assert "✗ there is no exercise" in capsys.readouterr().out
     assert run_cases("01.1", None).passed is False   # every case fails: None is not callable
 
@@ -252,11 +286,20 @@ def test_long_dicts_and_lists_that_differ_say_where(monkeypatch, capsys):
     schema = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"],
               "additionalProperties": False}
     spec = Exercise("schema", [Case("whole schema", lambda f: f(), expected=schema, hint="h"),
-                               Case("list", lambda f: [1, 2, 3], expected=[1, 2, 4], hint="h")])
+                               Case("list", lambda f: [1, 2, 3], expected=[1, 2, 4], hint="h"),
+                               Case("one missing", lambda f: ["lookup: say when to use search_docs instead"],
+                                    expected=["lookup: say when to use search_docs instead",
+                                              "search_docs: say when to use lookup instead"], hint="h"),
+                               Case("one more", lambda f: [1, 2, "extra"], expected=[1, 2], hint="h")])
     monkeypatch.setattr(checks, "exercise", lambda exercise_id: spec)
     result = check("00.2", lambda: {k: v for k, v in schema.items() if k != "additionalProperties"})
     assert "key 'additionalProperties' is missing" in result.cases[0].hint
     assert "at item 2, expected 4, got 3" in result.cases[1].hint
+    # the table cuts both lists to the same 40 characters: the hint names the item that is not there
+    assert result.cases[2].expected[:30] == result.cases[2].got[:30]
+    assert result.cases[2].hint.endswith("(expected 2 items, got 1; first missing item: "
+                                         "'search_docs: say when to use lookup instead')")
+    assert result.cases[3].hint.endswith("(expected 2 items, got 3; first unexpected item: 'extra')")
     assert "first difference" in capsys.readouterr().out
 
 

@@ -98,5 +98,5 @@ def test_lesson_08_has_one_sequence_diagram_per_provider_and_03_the_description_
     assert all(word in sequences[1] for word in ("tool_calls", "JSON string", "tool_call_id"))
     assert all(word in sequences[2] for word in ('"stream": false', "JSON object", "tool_name"))
     pipeline = _diagrams(ROOT / "notebooks" / "03_describing_tools.ipynb")[0]
-    assert all(word in pipeline for word in ("Python function", "description line", "JSON Schema",
+    assert all(word in pipeline for word in ("Python function", "description line", "JSON Schema", "tool spec",
                                              "input_schema", "function.parameters"))

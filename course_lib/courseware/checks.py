@@ -28,8 +28,10 @@ import os
 import sys
 import threading
 import time
+import types
 import unicodedata
 from collections.abc import Callable
+from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from typing import Any
@@ -81,6 +83,7 @@ class CheckResult:
     cases: list[CaseResult] = field(default_factory=list)
     not_implemented: bool = False
     error: str | None = None   # the check itself could not run (unknown exercise, bad candidate)
+    stub: str | None = None    # not implemented: another function it calls (an earlier exercise) is the stub
 
     @property
     def passed(self) -> bool:
@@ -89,7 +92,7 @@ class CheckResult:
     def as_dict(self) -> dict:
         """Plain JSON data: exercise, title, passed, not_implemented, error and the case rows."""
         return {"exercise": self.exercise, "title": self.title, "passed": self.passed,
-                "not_implemented": self.not_implemented, "error": self.error,
+                "not_implemented": self.not_implemented, "stub": self.stub, "error": self.error,
                 "cases": [c.as_dict() for c in self.cases]}
 
     def _ipython_display_(self) -> None:
@@ -109,7 +112,17 @@ class _Abandoned(BaseException):
     """Raised inside a case's thread that ran out of time, to stop it (it is never caught by the check)."""
 
 
-_STUB = object()   # a case found `raise NotImplementedError`: the exercise is not implemented yet
+@dataclass
+class _Stub:
+    """A case found `raise NotImplementedError`: the exercise (or a function it calls) is not written yet."""
+    where: str   # the qualified name of the function that raised it
+
+
+def _stub_in(e: NotImplementedError) -> _Stub:
+    tb = e.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return _Stub(tb.tb_frame.f_code.co_qualname)
 
 
 def _short(value, limit: int = 40) -> str:
@@ -127,12 +140,12 @@ def _expectation(case: Case) -> str:
 
 
 def _evaluate(case: Case, candidate):
-    """Run one case to its row (a CaseResult), or _STUB. Runs in the case's thread; never raises."""
+    """Run one case to its row (a CaseResult), or a _Stub. Runs in the case's thread; never raises."""
     expected = _expectation(case)
     try:
         got = case.call(candidate)
-    except NotImplementedError:
-        return _STUB
+    except NotImplementedError as e:
+        return _stub_in(e)
     except BaseException as e:   # noqa: BLE001 - a learner's bug is a failed case, not a crash; also SystemExit
         ok = case.raises is not None and isinstance(e, case.raises)
         got = " ".join(f"raised {type(e).__name__}: {e}".split())
@@ -201,7 +214,7 @@ def _stop(thread: threading.Thread, done: threading.Event, seconds: float) -> bo
 
 
 def _run_case(case: Case, candidate, seconds: float):
-    """(row or _STUB, finished, stopped): run the case in a daemon thread and wait at most `seconds` for it.
+    """(row or _Stub, finished, stopped): run the case in a daemon thread and wait at most `seconds` for it.
 
     `finished` is False when the case ran out of time; `stopped` is False when its thread is still running.
     A KeyboardInterrupt while waiting (the learner pressed Stop) goes through, after stopping the thread.
@@ -278,8 +291,10 @@ def _difference(expected, got) -> str:
     if isinstance(expected, list) and isinstance(got, list) and expected != got:
         for i, (a, b) in enumerate(zip(expected, got)):
             if a != b:
-                return f"(first difference: at item {i}, expected {_short(a)}, got {_short(b)})"
-        return f"(expected {len(expected)} items, got {len(got)})"
+                return f"(first difference: at item {i}, expected {_short(a, 80)}, got {_short(b, 80)})"
+        longer, word = (expected, "missing") if len(expected) > len(got) else (got, "unexpected")
+        return (f"(expected {len(expected)} items, got {len(got)}; first {word} item: "
+                f"{_short(longer[min(len(expected), len(got))], 80)})")
     return ""
 
 
@@ -301,7 +316,8 @@ def run_cases(exercise_id: str, candidate) -> CheckResult:
     try:
         spec = exercise(exercise_id)
     except (KeyError, ModuleNotFoundError, ValueError, AttributeError):
-        result.error = f"there is no exercise {exercise_id!r}"
+        where = Path(__file__).resolve().parents[2]   # an old copy of the course on sys.path would explain it
+        result.error = f"there is no exercise {exercise_id!r} in the course_lib imported from {where}"
         return result
     except Exception as e:   # noqa: BLE001 - the promise is "never crashes the notebook"
         result.error = f"the check could not run: {type(e).__name__}: {e}"
@@ -311,8 +327,11 @@ def run_cases(exercise_id: str, candidate) -> CheckResult:
         gave_up, cases = 0, list(spec.cases)
         for number, case in enumerate(cases):
             row, finished, stopped = _run_case(case, candidate, CASE_SECONDS)
-            if row is _STUB:
+            if isinstance(row, _Stub):
                 result.not_implemented, result.cases = True, []
+                own = getattr(candidate, "__qualname__", None)
+                if isinstance(candidate, types.FunctionType) and not row.where.startswith(f"{own}."):
+                    result.stub = None if row.where == own else row.where.split(".")[-1]
                 break
             result.cases.append(row)
             gave_up += not finished
@@ -367,6 +386,9 @@ def _pad(text: str, width: int) -> str:
 def render(result: CheckResult) -> str:
     """The ✓/✗ table: one row per case with what was tried, expected and got; a hint under a failure."""
     head = f"Exercise {result.exercise}" + (f" · {result.title}" if result.title else "")
+    if result.not_implemented and result.stub:
+        return (f"{head}\n  … not implemented yet: it calls `{result.stub}`, which still raises "
+                "NotImplementedError: write that one first (an earlier exercise), then run this cell again.")
     if result.not_implemented:
         return (f"{head}\n  … not implemented yet: replace `raise NotImplementedError` with your code, "
                 "then run this cell again.")

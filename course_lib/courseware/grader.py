@@ -400,7 +400,8 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
         elif not seen.get("defined"):
             detail = f"your answer cell defines no `{name}`" if judged is not None else "not graded"
         elif result.get("not_implemented"):
-            detail = "not implemented yet"
+            detail = "not implemented yet" + (f": it calls `{result['stub']}`, which is still a stub"
+                                              if result.get("stub") else "")
         elif seen.get("module", "").startswith("course_lib") and name not in allowed_reexport:
             detail = (f"`{name}` is course_lib's finished version ({seen['module']}), not your own: the exercise "
                       "asks you to write it")
