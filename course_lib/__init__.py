@@ -1,8 +1,9 @@
 """course_lib — the helper library of "Build an LLM Agent from Scratch".
 
 One module per stage, in teaching order: ``tools`` (01), ``registry`` (02), ``describe`` (03),
-``parsing`` (04), ``dispatch`` (05), ``agent`` (06), ``models`` (07, 08). Importing this package does
-nothing visible and loads none of them; the names below are fetched from their module on first use.
+``parsing`` (04), ``dispatch`` (05), ``agent`` (06), ``models`` (07, 08), ``safety`` (09), ``memory`` (10).
+Importing this package does nothing visible and loads none of them; the names below are fetched from their
+module on first use.
 """
 from importlib import import_module
 
@@ -19,6 +20,9 @@ _EXPORTS = {
                                  # (a package attribute named like its submodule would turn into the module)
     "Agent": "agent", "Step": "agent",
     "ScriptedModel": "models", "Reply": "models", "ToolCall": "models", "ModelError": "models",
+    "Budget": "safety", "ToolPolicy": "safety", "mark_untrusted": "safety", "only": "safety",
+    "with_time_limit": "safety", "estimate_tokens": "safety",
+    "trim_window": "memory", "summarise": "memory", "MemoryStore": "memory",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -4,10 +4,14 @@ Adds: ``Agent(tools, model, max_steps)``. ``run(goal)`` puts the system prompt a
 then repeats ``step()``: ask the model, parse its reply (or take its native tool calls), dispatch, append
 the observation, until the model calls ``finish`` or a limit is hit. The limits are checked before every
 model call: ``max_steps`` (default 6, or the ``COURSE_MAX_STEPS`` environment variable), a cap on
-consecutive unusable replies, and an optional stop on the same call repeated. A reply that says the model
-stopped without an answer (``Reply.stop``: refused, cut off, context full) ends the run with that reason,
-and a cut-off tool call is never run. Each run leaves ``history``,
-``steps``, ``answer``, ``stop_reason``, a ``trace`` of ``Step`` records, and token ``usage``;
+consecutive unusable replies, an optional stop on the same call repeated, and an optional token and cost
+``budget`` (stage 09, ``safety.Budget``). A reply that says the model stopped without an answer
+(``Reply.stop``: refused, cut off, context full) ends the run with that reason, and a cut-off tool call is
+never run. Each run leaves ``history``, ``steps``, ``answer``, ``stop_reason`` (``finish``, ``max_steps``,
+``format_errors``, ``repeated_call``, ``budget``, ``model_error``, and from real APIs ``refused``,
+``max_tokens``, ``context_full``), a ``trace`` of ``Step`` records, token ``usage``, and, when the loop gave
+up (``GIVE_UPS``), a ``handoff`` note for the person who takes over (stage 09). ``chat(message)`` continues
+the same history turn by turn (stage 10; ``max_steps`` counts per turn) and ``turns`` records each turn.
 ``save(path)`` writes the transcript as UTF-8 JSON, atomically. Progress goes to the standard ``logging``
 module (logger ``course_lib.agent``); nothing is printed.
 
@@ -20,7 +24,7 @@ import json
 import logging
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -33,6 +37,7 @@ from .tools import write_atomically
 log = logging.getLogger("course_lib.agent")
 log.addHandler(logging.NullHandler())   # a library stays quiet unless the program configures logging
 DEFAULT_MAX_STEPS = 6
+GIVE_UPS = ("max_steps", "repeated_call", "format_errors", "budget")   # the loop gave up: hand over to a person
 
 
 def default_max_steps() -> int:
@@ -65,7 +70,7 @@ class Agent:
     """A tool-using agent: ``Agent(tools, model).run(goal)`` returns the answer."""
 
     def __init__(self, tools, model, max_steps: int | None = None, *, system_prompt: str | None = None,
-                 max_format_errors: int = 3, repeat_limit: int | None = None, on_step=None):
+                 max_format_errors: int = 3, repeat_limit: int | None = None, on_step=None, budget=None):
         self.tools, self.model = tools, model
         self.max_steps = default_max_steps() if max_steps is None else max_steps
         if type(self.max_steps) is not int or self.max_steps < 1:
@@ -76,18 +81,27 @@ class Agent:
                 tool_spec(name, func)
         self.system_prompt = build_system_prompt(tools, native) if system_prompt is None else system_prompt
         self.max_format_errors, self.repeat_limit, self.on_step = max_format_errors, repeat_limit, on_step
+        if budget is not None and not callable(getattr(budget, "check", None)):
+            raise TypeError(f"budget must be a course_lib.safety.Budget, not {type(budget).__name__}")
+        self.budget = budget
         self.reset()
 
     def reset(self, goal: str | None = None) -> None:
         """Forget the last run; with a goal, start a new history ready for ``step()``."""
-        self.goal, self.steps, self.answer, self.stop_reason = goal, 0, None, None
+        self.goal = goal
         self.history: list[dict] = []
         self.trace: list[Step] = []
         self.usage: list[dict] = []
-        self._bad_replies, self._last_call, self._repeats = 0, None, 0
+        self.turns: list[dict] = []   # one record per run() or chat() turn
+        self._new_turn(goal)
         if goal is not None:   # scrub: half an emoji (a lone surrogate) cannot be printed, sent or saved
             self.history += [{"role": "system", "content": self.system_prompt},
                              {"role": "user", "content": scrub(goal)}]
+
+    def _new_turn(self, message: str | None) -> None:
+        self.steps, self.answer, self.stop_reason = 0, None, None
+        self._bad_replies, self._last_call, self._repeats = 0, None, 0
+        self._turn = (message, len(self.trace))   # the turn's message and its first step, for the handoff
 
     @property
     def done(self) -> bool:
@@ -97,12 +111,34 @@ class Agent:
         """Run the loop on ``goal`` until it finishes or a limit stops it; return the answer."""
         self.reset(goal)
         log.info("goal: %s", goal)
+        return self._loop(goal)
+
+    def chat(self, message: str) -> str:
+        """One turn of a conversation: add ``message`` to the same history (a new one, with the system prompt,
+        if there is none yet) and run the loop until this turn ends; ``max_steps`` counts per turn."""
+        if not isinstance(message, str):
+            raise TypeError(f"message must be text, not {type(message).__name__}")
+        if not self.history:
+            self.reset(message)
+        else:
+            self._close_pending()
+            self._new_turn(message)
+            self.goal = message if self.goal is None else self.goal
+            self._add("user", message)
+        log.info("message: %s", message)
+        answer = self._loop(message)
+        self._close_pending()   # the next turn must not start after a tool call that never got its result
+        return answer
+
+    def _loop(self, message: str) -> str:
         while not self.done:
             self.step()
+        self.turns.append({"message": message, "answer": self.answer, "stop_reason": self.stop_reason,
+                           "steps": self.steps})
         return self.answer
 
     def step(self) -> Step | None:
-        """One turn: a model call and what follows from it. Returns the Step, or None once done."""
+        """One step: a model call and what follows from it. Returns the Step, or None once done."""
         if self.goal is None:
             raise RuntimeError("no goal yet: call agent.reset(goal) or agent.run(goal) first")
         if self.done:
@@ -110,6 +146,10 @@ class Agent:
         if self.steps >= self.max_steps:
             self._stop("max_steps", f"Stopped after {self.steps} steps without an answer "
                                     f"(the step cap is {self.max_steps}).")
+            return None
+        over = self.budget.check(self) if self.budget is not None else None   # stage 09: before, not after
+        if over:
+            self._stop("budget", over)
             return None
         self.steps += 1
         step = Step(self.steps)
@@ -222,6 +262,21 @@ class Agent:
     def _add(self, role: str, content: str) -> None:
         self.history.append({"role": role, "content": scrub(content)})
 
+    def _close_pending(self) -> None:
+        """Answer every tool call the last reply left without a result (a stop came between the call and its
+        run): an API refuses a history where a tool call has no result, and a text model would think it ran."""
+        last = max((i for i, m in enumerate(self.history) if m["role"] == "assistant"), default=None)
+        message, after = (self.history[last], self.history[last + 1:]) if last is not None else ({}, [])
+        note = f"Not run: the turn stopped ({self.stop_reason}) before this call ran."
+        if message.get("tool_calls"):
+            answered = {m.get("tool_call_id") for m in after if m["role"] == "tool"}
+            self.history += [{"role": "tool", "tool_call_id": c["id"], "name": c["name"], "content": note,
+                              "is_error": True} for c in message["tool_calls"] if c["id"] not in answered]
+        elif message and not after and not getattr(self.model, "native_tools", False):
+            parsed = parse_reply(message.get("content") or "")
+            if parsed.ok and parsed.tool != "finish":
+                self._add("user", f"Observation: Error: {note}")
+
     def _add_reply(self, reply: Reply) -> None:
         """The model's turn as a history message. With native tool calls it carries them; with a real API it
         also carries the provider's own content (``raw``), which goes back unchanged on the next request."""
@@ -243,9 +298,20 @@ class Agent:
                 total[key] += u.get(key) or 0
         return total
 
+    @property
+    def handoff(self):
+        """When the loop gave up (``GIVE_UPS``): a note for the person who takes over (stage 09); else None."""
+        if self.stop_reason not in GIVE_UPS:
+            return None
+        from .safety import handoff_note   # the stage that teaches it
+        message, first = self._turn
+        return handoff_note(message, self.stop_reason, self.answer, self.trace[first:])
+
     def transcript(self) -> dict:
+        handoff = self.handoff
         return {"goal": self.goal, "stop_reason": self.stop_reason, "steps": self.steps,
-                "answer": self.answer, "usage": self.total_usage, "history": self.history}
+                "answer": self.answer, "usage": self.total_usage, "turns": self.turns,
+                "handoff": None if handoff is None else asdict(handoff), "history": self.history}
 
     def save(self, path: str | os.PathLike = "transcripts") -> Path:
         """Write the transcript as JSON. A folder (or a path without a suffix) gets a new time-stamped file."""

@@ -28,6 +28,11 @@ MAX_WRITE_CHARS = 100_000
 class WriteRequest:
     path: str
     content: str
+    kind = "write"   # how the approvers name it: "Allow this write?"; stage 09's CallRequest is a "call"
+
+    @property
+    def what(self) -> str:
+        return f"writing '{self.path}'"
 
     def preview(self, limit: int = 300) -> str:
         text = self.content if len(self.content) <= limit else self.content[:limit] + "…"
@@ -46,7 +51,7 @@ def ask_in_terminal(request: WriteRequest) -> bool:
     """A y/n prompt; anything but y/yes (or no answer at all) is a no."""
     print(f"\nThe agent wants to {request.preview()}")
     try:
-        answer = input("Allow this write? [y/N] ")
+        answer = input(f"Allow this {request.kind}? [y/N] ")
     except EOFError:
         return False
     return answer.strip().lower() in ("y", "yes")
@@ -56,8 +61,8 @@ def deny_headless(request: WriteRequest) -> bool:
     """The notebook policy when no screen is attached (nbconvert, papermill, a grader): nobody could click, so
     waiting would only hang the run. Says so in the cell's output and denies at once."""
     print(f"Nobody can approve here: this notebook runs without a screen (nbconvert, papermill or a grader), "
-          f"so writing '{request.path}' was denied at once. Set COURSE_APPROVAL=approve to allow writes in "
-          "such runs, or open the notebook in JupyterLab to decide with the buttons.")
+          f"so {request.what} was denied at once. Set COURSE_APPROVAL=approve to allow it in such runs, or "
+          "open the notebook in JupyterLab to decide with the buttons.")
     return False
 
 

@@ -25,18 +25,25 @@ PACKAGE = Path(course_lib.__file__).parent
 # Issue 12 grew widgets.py (the stepper's new marks and expanders, the approval's paused/decided states, peek
 # for long outputs). It grew standin.py by reading a hostile body as the APIs' front ends do (411, 413, chunks, nesting, UTF-8, half
 # an emoji, each in the API's error shape; a stand-in bug a 500): the module was at its budget before.
+# Issue 12's learner review grew checks.py (it names an earlier exercise that is still a stub) and stage03.py (03.4
+# with its sample tool sets). Issue 13: agent.py gained a budget check, the hand-over note and chat() turns;
+# safety.py (stage 09) holds three defences, a policy with taint, the hand-over, budgets with the course's one
+# token estimate, and a time limit that really stops a blocking tool; memory.py (stage 10) a protocol-safe window,
+# summaries, recovery from "context_full" and a SQLite store with its limits. The injection lab that measures the
+# defences is courseware (injection_lab.py), so the stage module reads as the defences alone. approval.py names
+# what it asks about (a write, or a tool call under a stage-09 policy).
 BUDGETS = {"tools.py": 390, "registry.py": 80, "describe.py": 190, "parsing.py": 150,
-           "dispatch.py": 190, "agent.py": 300, "models/base.py": 175, "models/scripted.py": 125,
+           "dispatch.py": 190, "agent.py": 365, "safety.py": 405, "memory.py": 400, "models/base.py": 175, "models/scripted.py": 125,
            "models/anthropic.py": 155, "models/openai.py": 120, "models/catalog.py": 265,
            "models/remote.py": 135, "standin.py": 570, "courseware/cli.py": 350, "__init__.py": 45, "courseware/livecheck.py": 140, "courseware/grader.py": 590, "courseware/sandbox.py": 110,
-           "courseware/checks.py": 450, "courseware/grading.py": 100, "courseware/exercises/__init__.py": 10, "courseware/__init__.py": 10,
-           "approval.py": 170, "courseware/plots.py": 140, "courseware/widgets.py": 190,
+           "courseware/checks.py": 470, "courseware/injection_lab.py": 180, "courseware/grading.py": 100, "courseware/exercises/__init__.py": 10, "courseware/__init__.py": 10,
+           "approval.py": 180, "courseware/plots.py": 140, "courseware/widgets.py": 190,
            **{f"courseware/exercises/stage{n:02d}.py": 200 for n in range(1, 9)}, "courseware/exercises/stage06.py": 255,
-           "courseware/exercises/stage07.py": 270}
+           "courseware/exercises/stage07.py": 270, "courseware/exercises/stage03.py": 315}
 STAGES = {"tools.py": "Stage 01", "registry.py": "Stage 02", "describe.py": "Stage 03",
           "parsing.py": "Stage 04", "dispatch.py": "Stage 05", "agent.py": "Stage 06",
           "models/scripted.py": "Stage 07", "models/anthropic.py": "Stage 08", "models/openai.py": "Stage 08",
-          "standin.py": "Stage 08"}
+          "standin.py": "Stage 08", "safety.py": "Stage 09", "memory.py": "Stage 10"}
 
 
 def test_every_module_has_a_budget():
@@ -99,6 +106,7 @@ def test_ls_course_lib_reads_as_the_stage_map():
     course_lib/courseware/ (SPEC §3)."""
     top = sorted(p.name for p in PACKAGE.iterdir() if not p.name.startswith(("_", ".")) or p.name == "__init__.py")
     assert top == ["__init__.py", "agent.py", "approval.py", "courseware", "data", "describe.py", "dispatch.py",
-                   "models", "parsing.py", "registry.py", "standin.py", "tools.py"]
+                   "memory.py", "models", "parsing.py", "registry.py", "safety.py", "standin.py", "tools.py"]
     machinery = {p.stem for p in (PACKAGE / "courseware").glob("*.py")} - {"__init__"}
-    assert machinery == {"checks", "cli", "grader", "grading", "livecheck", "plots", "sandbox", "widgets"}
+    assert machinery == {"checks", "cli", "grader", "grading", "injection_lab", "livecheck", "plots", "sandbox",
+                         "widgets"}

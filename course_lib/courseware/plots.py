@@ -85,6 +85,16 @@ def usage_plot(agent, prices: dict | None = None, title: str = "Tokens per step 
                           label="cumulative cost (USD, estimate)", ylabel="cumulative cost (USD)", title=title)
 
 
+def memory_plot(data: dict[str, list[int]], title: str = "Tokens sent per model call"):
+    """One line per way of handling memory: estimated input tokens of each call (``memory.context_growth_data``)."""
+    fig, ax = _figure()
+    for mode, tokens in data.items():
+        ax.plot(range(1, len(tokens) + 1), tokens, marker=".", label=mode)
+    ax.set(xlabel="model call", ylabel="input tokens (estimate)", ylim=(0, None), title=title)
+    fig.legend(loc="outside lower center", ncols=max(len(data), 1), frameon=False)
+    return fig
+
+
 def timeline_plot(agent, title: str = "Tool calls per step"):
     """Each tool call as a mark at (step, tool); failed calls are red crosses."""
     data = timeline_data(agent)
@@ -110,4 +120,18 @@ def timeline_plot(agent, title: str = "Tool calls per step"):
     ax.set_title(title)
     if data:
         fig.legend(loc="outside lower center", ncols=2, frameon=False)
+    return fig
+
+
+def attack_plot(rates: list[dict], title: str = "Prompt injections that landed, per defence"):
+    """Bars per defence and model: the share of attacks that landed (``course_lib.courseware.injection_lab.success_rates``)."""
+    defences, models = (list(dict.fromkeys(r[key] for r in rates)) for key in ("defence", "model"))
+    fig, ax = _figure()
+    for k, model in enumerate(models):   # the models' bars side by side within each defence
+        landed, width = {r["defence"]: 100 * r["rate"] for r in rates if r["model"] == model}, 0.8 / len(models)
+        ax.bar([i + (k - (len(models) - 1) / 2) * width for i in range(len(defences))], [landed.get(d, 0) for d in
+               defences], width, label=f"{model} model", color=("#c44e52", "#4c72b0", "#55a868", "#8172b2")[k % 4])
+    ax.set(xticks=range(len(defences)), xticklabels=defences, ylabel="attacks that landed (%)", ylim=(0, 105),
+           title=title)
+    fig.legend(loc="outside lower center", ncols=max(len(models), 1), frameon=False)
     return fig

@@ -127,7 +127,7 @@ class AgentStepper:
 
 
 def ask_with_buttons(request, timeout: float = 600.0) -> bool:
-    """Show the write and Approve / Deny buttons; wait (up to ``timeout`` seconds) for a click.
+    """Show the request (a write, or a tool call under stage 09's policy) and Approve / Deny buttons; wait (up to ``timeout`` seconds) for a click.
 
     While it waits, the box says the notebook is paused; after the decision the buttons give way to the
     outcome, so a glance at the output tells what happened."""
@@ -150,9 +150,10 @@ def ask_with_buttons(request, timeout: float = 600.0) -> bool:
             poll(10)
             time.sleep(0.05)
     approved = decision.get("ok", False)
-    outcome = ("✓ You approved this write." if approved else
-               "✗ You denied this write: nothing is written." if "ok" in decision else
-               f"✗ No answer within {timeout:g} s: denied, nothing is written.")
+    kind, undone = request.kind, "nothing is written" if request.kind == "write" else "it does not run"
+    outcome = (f"✓ You approved this {kind}." if approved else
+               f"✗ You denied this {kind}: {undone}." if "ok" in decision else
+               f"✗ No answer within {timeout:g} s: denied, {undone}.")
     box.children = (note, w.HTML(f"<b>{outcome}</b>"))
     return approved
 
