@@ -90,12 +90,12 @@ class Taint:
         self.spans.update(text[i:i + k] for i in range(len(text) - k + 1))
 
     def find(self, args) -> str | None:
-        """The first remembered run inside any text in ``args`` (nested dicts and lists too), or None."""
+        """The first remembered run inside any text in ``args`` (nested dicts and lists, keys too), or None."""
         stack, k = [args], self.min_span
         while stack:
             item = stack.pop()
-            if isinstance(item, (dict, list, tuple)):
-                stack.extend(item.values() if isinstance(item, dict) else item)
+            if isinstance(item, (dict, list, tuple)):   # a key can carry copied text as well as a value can
+                stack.extend([*item.keys(), *item.values()] if isinstance(item, dict) else item)
             elif isinstance(item, str):
                 text = _squeeze(item).casefold()
                 hit = next((text[i:i + k] for i in range(len(text) - k + 1) if text[i:i + k] in self.spans), None)

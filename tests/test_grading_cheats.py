@@ -459,3 +459,15 @@ def test_a_classmates_notebook_in_the_same_batch_is_out_of_reach(tmp_path):
     grades, problems = grade_all([honest, save(copier, mallory, "04")], STAGE, timeout=30, jobs=2)
     assert problems == [] and grades[0].passed
     assert by_exercise(grades[1])["04.1"].detail.startswith("your answer cell defines no")   # open() failed
+
+
+def test_sqlite_cursor_methods_are_allowed_but_starting_a_program_is_not():
+    """Stage 10's answers run SQL with db.execute; os.execv and friends replace the kernel with another program."""
+    from course_lib.courseware.grader import refusal
+    for honest in ('db.execute("SELECT 1")', 'db.executemany("INSERT INTO t VALUES (?)", [(1,)])',
+                   'db.executescript("CREATE TABLE t (x)")'):
+        assert refusal(honest, "10") is None, honest
+    for cheat in ('import os\nos.execv("/bin/sh", ["sh"])', 'os.execvp("sh", ["sh"])', 'os.execl("/bin/sh", "sh")',
+                  'os.spawnv(os.P_WAIT, "/bin/sh", ["sh"])', "from course_lib.memory import trim_window",
+                  "import course_lib.safety"):
+        assert refusal(cheat, "10" if "memory" in cheat else "09") is not None, cheat

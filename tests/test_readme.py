@@ -32,7 +32,7 @@ def test_every_notebook_and_stage_module_is_in_the_stage_map():
     notebooks = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     modules = ["course_lib/tools.py", "course_lib/registry.py", "course_lib/describe.py",
                "course_lib/parsing.py", "course_lib/dispatch.py", "course_lib/agent.py",
-               "course_lib/models/scripted.py"]
+               "course_lib/models/scripted.py", "course_lib/safety.py", "course_lib/memory.py"]
     absent = [path for path in notebooks + modules if f"]({path})" not in table]
     assert not absent, f"missing from the README's stage map: {absent}"
 
@@ -50,3 +50,23 @@ def test_every_exercise_notebook_is_linked_from_its_stage_row():
         row = next(r for r in stage_rows() if re.match(rf"\|\s*{path.name[:2]}\s*\|", r))
         assert f"](exercises/{path.name})" in row, f"{path.name} is not linked in row {path.name[:2]}"
     assert "exercises/" in table
+
+
+def test_the_stage_09_and_10_figures_are_what_the_code_measures():
+    """The README's injection table and token figures, recomputed from real Agent runs (scripted, offline)."""
+    from course_lib.courseware.injection_lab import attack_table, success_rates
+    from course_lib.memory import context_growth_data
+    rates = {(r["model"], r["defence"]): r for r in success_rates(attack_table())}
+    order = ["none", "marking", "least privilege", "policy", "all three"]
+    for model in ("gullible", "careful"):
+        cells = " | ".join(str(rates[model, d]["landed"]) for d in order)
+        assert f"| {model} | {cells} |" in README, f"the README's row for the {model} reader"
+        assert all(rates[model, d]["attacks"] == 9 for d in order)
+    assert "Attacks that landed, of 9:" in README
+    data = context_growth_data()
+    plain, window, summary = data["no trimming"], data["window"], data["summary"]
+    assert len(plain) == len(window) == len(summary) == 30
+    flat = " ".join(README.split())
+    assert f"sends {sum(plain):,} estimated input tokens in all with no trimming" in flat
+    assert f"({plain[-1]:,} at the last call)" in flat and f"{sum(window):,} with a window of the last 4 steps" in flat
+    assert f"(flat at {window[-1]} per call)" in flat and f"{sum(summary):,} when summarised above 800 tokens" in flat

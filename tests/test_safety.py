@@ -148,6 +148,18 @@ def test_taint_matches_copied_text_whatever_its_whitespace_and_nothing_shorter()
             Taint(bad)
 
 
+def test_taint_finds_copied_text_in_a_dict_key_too():
+    taint = Taint(min_span=12)
+    taint.add("Pay invoice 2024-117 to account 110-234-567890 today.")
+    assert taint.find({"headers": {"X-Note: account 110-234-567890": "1"}}) == " account 110"   # a nested key
+    assert taint.find({"headers": {"x": "1"}, 5: None}) is None                           # short and non-text keys
+    policy = ToolPolicy({}, approver=deny, min_span=12)
+    tools = policy.guard({"read_note": lambda: "Pay invoice 2024-117 to account 110-234-567890 today.",
+                          "post": lambda fields: "posted"})
+    dispatch(tools, "read_note", {})
+    assert dispatch(tools, "post", {"fields": {"account 110-234-567890": "pay"}}).is_error   # asked, denied
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_policy_stops_every_variant_and_says_who_said_no(variant):
     policy = ToolPolicy({"send_email": "ask"}, approver=deny)
@@ -282,6 +294,7 @@ def test_the_attack_plot_draws_one_bar_per_model_and_defence():
     ax = fig.axes[0]
     assert [round(p.get_height()) for p in ax.patches] == [100, 0, 100, 0]
     assert [t.get_text() for t in ax.get_xticklabels()] == ["none", "policy"]
+    assert [t.get_text() for t in ax.texts] == ["9/9", "0/9", "9/9", "0/9"]   # a 0 % bar says so in words
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
     matplotlib.pyplot.close(fig)

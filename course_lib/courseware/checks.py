@@ -387,8 +387,8 @@ def render(result: CheckResult) -> str:
     """The ✓/✗ table: one row per case with what was tried, expected and got; a hint under a failure."""
     head = f"Exercise {result.exercise}" + (f" · {result.title}" if result.title else "")
     if result.not_implemented and result.stub:
-        return (f"{head}\n  … not implemented yet: it calls `{result.stub}`, which still raises "
-                "NotImplementedError: write that one first (an earlier exercise), then run this cell again.")
+        return (f"{head}\n  … not implemented yet: `{result.stub}`, which this check calls, still raises "
+                "NotImplementedError: write it (it may belong to an earlier exercise), then run this cell again.")
     if result.not_implemented:
         return (f"{head}\n  … not implemented yet: replace `raise NotImplementedError` with your code, "
                 "then run this cell again.")

@@ -282,7 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="grade exercise notebooks of a stage, each in a fresh sandboxed kernel",
                            description="Exit status: 0 every exercise passed, 1 some failed, 2 usage error, "
                                        "3 the grader itself failed.")
-    check.add_argument("stage", type=_stage, help="the stage, 01 to 08")
+    check.add_argument("stage", type=_stage, help="the stage, for example 01 or 10")
     check.add_argument("notebooks", nargs="*", help="notebooks to grade (default: exercises/NN_*_exercises.ipynb)")
     check.add_argument("--json", action="store_true", help="print the results as JSON, for collecting")
     check.add_argument("--solutions", metavar="DIR", help="grade from the solution notebooks in DIR (kept outside "

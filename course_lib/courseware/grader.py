@@ -188,6 +188,7 @@ _ATTRIBUTES = {"_getframe", "currentframe", "stack", "getouterframes", "f_back",
                "fork", "popen", "putenv", "display_formatter", "for_type", "user_ns", "run_cell", "run_code",
                "events", "formatters", "input_transformer_manager", "input_transformers_cleanup",
                "input_transformers_post", "ast_transformers", "shell", "kernel"}
+_SQL = {"execute", "executemany", "executescript"}   # sqlite3's cursor methods (stage 10), not os.exec*
 _DUNDERS = {"__name__", "__doc__", "__qualname__", "__init__", "__call__", "__len__", "__iter__", "__eq__",
             "__repr__", "__str__", "__hash__"}
 
@@ -195,7 +196,8 @@ _DUNDERS = {"__name__", "__doc__", "__qualname__", "__init__", "__call__", "__le
 STAGE_MODULES = {"01": ("course_lib.tools",), "02": ("course_lib.registry",), "03": ("course_lib.describe",),
                  "04": ("course_lib.parsing",), "05": ("course_lib.dispatch",), "06": ("course_lib.agent",),
                  "07": ("course_lib.models.scripted", "course_lib.models"),
-                 "08": ("course_lib.models.anthropic", "course_lib.models.openai", "course_lib.models")}
+                 "08": ("course_lib.models.anthropic", "course_lib.models.openai", "course_lib.models"),
+                 "09": ("course_lib.safety",), "10": ("course_lib.memory",)}
 
 
 def refusal(source: str, stage: str = "") -> str | None:
@@ -227,6 +229,7 @@ def refusal(source: str, stage: str = "") -> str | None:
                 or set(re.findall(r"__\w+__", node.value)) - _DUNDERS):
             return "it spells a dunder name in a string"
         elif isinstance(node, ast.Attribute) and (node.attr in _ATTRIBUTES or node.attr.startswith(("exec", "spawn"))
+                                                  and node.attr not in _SQL   # os.execv starts programs; SQL does not
                                                   or node.attr.startswith("__") and node.attr not in _DUNDERS):
             return f"it uses .{node.attr}"
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete)):
@@ -400,7 +403,7 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
         elif not seen.get("defined"):
             detail = f"your answer cell defines no `{name}`" if judged is not None else "not graded"
         elif result.get("not_implemented"):
-            detail = "not implemented yet" + (f": it calls `{result['stub']}`, which is still a stub"
+            detail = "not implemented yet" + (f": `{result['stub']}` still raises NotImplementedError"
                                               if result.get("stub") else "")
         elif seen.get("module", "").startswith("course_lib") and name not in allowed_reexport:
             detail = (f"`{name}` is course_lib's finished version ({seen['module']}), not your own: the exercise "

@@ -124,14 +124,18 @@ def timeline_plot(agent, title: str = "Tool calls per step"):
 
 
 def attack_plot(rates: list[dict], title: str = "Prompt injections that landed, per defence"):
-    """Bars per defence and model: the share of attacks that landed (``course_lib.courseware.injection_lab.success_rates``)."""
+    """Bars per defence and model: the share of attacks that landed, labelled n/N
+    (``course_lib.courseware.injection_lab.success_rates``)."""
     defences, models = (list(dict.fromkeys(r[key] for r in rates)) for key in ("defence", "model"))
     fig, ax = _figure()
-    for k, model in enumerate(models):   # the models' bars side by side within each defence
-        landed, width = {r["defence"]: 100 * r["rate"] for r in rates if r["model"] == model}, 0.8 / len(models)
-        ax.bar([i + (k - (len(models) - 1) / 2) * width for i in range(len(defences))], [landed.get(d, 0) for d in
-               defences], width, label=f"{model} model", color=("#c44e52", "#4c72b0", "#55a868", "#8172b2")[k % 4])
-    ax.set(xticks=range(len(defences)), xticklabels=defences, ylabel="attacks that landed (%)", ylim=(0, 105),
+    for k, model in enumerate(models):   # the models' bars side by side within each defence, each labelled "n/N"
+        mine, width = {r["defence"]: r for r in rates if r["model"] == model}, 0.8 / len(models)
+        bars = ax.bar([i + (k - (len(models) - 1) / 2) * width for i in range(len(defences))],
+                      [100 * mine[d]["rate"] if d in mine else 0 for d in defences], width, label=f"{model} model",
+                      color=("#c44e52", "#4c72b0", "#55a868", "#8172b2")[k % 4])
+        ax.bar_label(bars, [f"{mine[d]['landed']}/{mine[d]['attacks']}" if d in mine else "" for d in defences],
+                     fontsize=8)   # a 0 % bar is invisible: its label still says 0/9
+    ax.set(xticks=range(len(defences)), xticklabels=defences, ylabel="attacks that landed (%)", ylim=(0, 112),
            title=title)
     fig.legend(loc="outside lower center", ncols=max(len(models), 1), frameon=False)
     return fig
