@@ -471,3 +471,72 @@ def test_sqlite_cursor_methods_are_allowed_but_starting_a_program_is_not():
                   'os.spawnv(os.P_WAIT, "/bin/sh", ["sh"])', "from course_lib.memory import trim_window",
                   "import course_lib.safety"):
         assert refusal(cheat, "10" if "memory" in cheat else "09") is not None, cheat
+
+
+# -- a third round: a student who borrows the finished version of stages 09 and 10 -------------------------------
+ROUND_THREE_REFUSED = {   # stage, answer: refused before it runs
+    "the package bound by importing a submodule": ("10", "import course_lib.tools\n_t = course_lib.trim_window"),
+    "the package name itself": ("10", "_t = course_lib.trim_window"),
+    "a later stage's module": ("09", "from course_lib.memory import trim_window"),
+    "the lab that re-exports the policy": ("09", "from course_lib.courseware.injection_lab import ToolPolicy"),
+    "pkgutil.resolve_name": ("10", 'import pkgutil\n_t = pkgutil.resolve_name("course_lib.memory:trim_window")'),
+    "runpy": ("10", 'import runpy\n_m = runpy.run_module("course_lib.memory")'),
+}
+
+
+@pytest.mark.parametrize("name", list(ROUND_THREE_REFUSED))
+def test_round_three_ways_to_reach_a_finished_module_are_refused(name):
+    from course_lib.courseware.grader import refusal
+    stage, source = ROUND_THREE_REFUSED[name]
+    assert refusal(source, stage) is not None
+
+
+def _borrows_in(source: str, stage: str, may_use=()):
+    """Run the judge's `_borrows` on the function or class `answer` defined by ``source`` as a notebook would."""
+    from course_lib.courseware.grader import BORROWS, finished
+    space = {"__name__": "__main__", "FINISHED": finished(stage)}
+    exec(BORROWS, space)
+    notebook = {"__name__": "__main__"}
+    exec(source, notebook)
+    return space["_borrows"](notebook["answer"], set(may_use))
+
+
+BORROWING = {
+    "a wrapper": "from course_lib.memory import split_steps\ndef answer(h):\n    return split_steps(h)",
+    "a default argument": "from course_lib.memory import split_steps\nanswer = lambda h, _f=split_steps: _f(h)",
+    "a partial": "import functools\nfrom course_lib.memory import split_steps\nanswer = functools.partial(split_steps)",
+    "an alias two helpers deep": ("from course_lib.memory import trim_window as _w\ndef _a(h):\n    return _w(h, keep_last=2)"
+                                  "\ndef answer(h, k):\n    return [m for m in _a(h)]"),
+    "a closure": ("from course_lib.safety import Taint\ndef make():\n    t = Taint()\n    def answer(a):\n"
+                  "        return t.find(a)\n    return answer\nanswer = make()"),
+    "a subclass": "from course_lib.memory import MemoryStore\nclass answer(MemoryStore):\n    pass",
+    "a method's body": ("from course_lib.safety import handoff_note\nclass answer:\n    def go(self, s):\n"
+                        "        return handoff_note(None, '', '', s)"),
+}
+
+
+@pytest.mark.parametrize("name", list(BORROWING))
+def test_an_answer_that_reaches_a_finished_function_is_caught_however_it_gets_there(name):
+    assert _borrows_in(BORROWING[name], "10" if "memory" in BORROWING[name] else "09")
+
+
+def test_honest_answers_and_what_an_exercise_hands_over_are_not_borrowing():
+    honest = ("from course_lib.tools import ToolError\nfrom course_lib.memory import split_steps\n"
+              "from course_lib.dispatch import Observation\nimport re\n"
+              "def _words(t):\n    return re.findall(r'\\w+', t)\n"
+              "def answer(history, keep):\n    head, steps = split_steps(history)\n"
+              "    if keep < 0:\n        raise ToolError('no')\n    return head + [m for s in steps[-keep:] for m in s]")
+    assert _borrows_in(honest, "10", may_use={"split_steps"}) is None   # 10.2 may use split_steps
+    assert _borrows_in(honest, "10") == "course_lib.memory.split_steps"   # 10.1 may not
+    assert _borrows_in("def answer(x):\n    return answer(x)", "10") is None   # recursion ends
+
+
+def test_a_wrapper_around_the_split_steps_the_setup_cell_hands_over_fails_10_1(tmp_path):
+    nb = load(ROOT / "exercises" / "10_memory_and_context_exercises.ipynb")
+    target = cell(nb, "ex10_1")
+    target.source = "def group_steps(history):\n    return split_steps(history)\n"
+    g = grade(save(nb, tmp_path, "borrow10"), "10", timeout=60)
+    ex = by_exercise(g)
+    assert not ex["10.1"].passed, ex["10.1"]
+    assert ex["10.1"].detail.startswith("`group_steps` uses course_lib.memory.split_steps, course_lib's finished")
+    assert ex["10.2"].detail.startswith("not implemented yet")

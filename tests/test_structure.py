@@ -30,16 +30,17 @@ PACKAGE = Path(course_lib.__file__).parent
 # safety.py (stage 09) holds three defences, a policy with taint, the hand-over, budgets with the course's one
 # token estimate, and a time limit that really stops a blocking tool; memory.py (stage 10) a protocol-safe window,
 # summaries, recovery from "context_full" and a SQLite store with its limits. The injection lab that measures the
-# defences is courseware (injection_lab.py), so the stage module reads as the defences alone. approval.py names
+# defences is courseware (injection_lab.py), so the stage module reads as the defences alone. grader.py looks
+# at what an answer reaches (a wrapper, a default, an alias of a finished function), as a cheating student did. approval.py names
 # what it asks about (a write, or a tool call under a stage-09 policy).
 BUDGETS = {"tools.py": 390, "registry.py": 80, "describe.py": 190, "parsing.py": 150,
            "dispatch.py": 190, "agent.py": 365, "safety.py": 405, "memory.py": 400, "models/base.py": 175, "models/scripted.py": 125,
            "models/anthropic.py": 155, "models/openai.py": 120, "models/catalog.py": 265,
-           "models/remote.py": 135, "standin.py": 570, "courseware/cli.py": 350, "__init__.py": 45, "courseware/livecheck.py": 140, "courseware/grader.py": 590, "courseware/sandbox.py": 110,
+           "models/remote.py": 135, "standin.py": 570, "courseware/cli.py": 350, "__init__.py": 45, "courseware/livecheck.py": 140, "courseware/grader.py": 665, "courseware/sandbox.py": 110,
            "courseware/checks.py": 470, "courseware/injection_lab.py": 180, "courseware/grading.py": 100, "courseware/exercises/__init__.py": 10, "courseware/__init__.py": 10,
            "approval.py": 180, "courseware/plots.py": 145, "courseware/widgets.py": 190,
            **{f"courseware/exercises/stage{n:02d}.py": 200 for n in range(1, 9)}, "courseware/exercises/stage06.py": 255,
-           "courseware/exercises/stage07.py": 270, "courseware/exercises/stage03.py": 315,
+           "courseware/exercises/stage07.py": 275, "courseware/exercises/stage03.py": 315,
            "courseware/exercises/stage09.py": 300, "courseware/exercises/stage10.py": 360}
 STAGES = {"tools.py": "Stage 01", "registry.py": "Stage 02", "describe.py": "Stage 03",
           "parsing.py": "Stage 04", "dispatch.py": "Stage 05", "agent.py": "Stage 06",

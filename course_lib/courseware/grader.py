@@ -65,8 +65,59 @@ for exercise, name in CANDIDATES.items():
     missing = name not in ip.user_ns
     candidate = ip.user_ns.get(name)
     found[exercise] = {"defined": not missing, "module": str(getattr(candidate, "__module__", "") or ""),
+                       "borrows": None if missing else _borrows(candidate, set(MAY_USE.get(exercise, ()))),
                        "result": None if missing else checks.run_cases(exercise, candidate).as_dict()}
 result = json.dumps(found, ensure_ascii=False, default=str)
+"""
+# What an answer reaches: the globals its code names (nested functions and comprehensions too), its defaults,
+# its closure, a partial's function, a class's bases and members. The first finished object of this stage or a
+# later one (FINISHED) is the answer's borrowing, however it got there: a wrapper, a default, an alias.
+BORROWS = """import functools as _ft, types as _ty
+def _borrows(obj, may_use, seen=None):
+    seen = set() if seen is None else seen
+    if id(obj) in seen or len(seen) > 5000:
+        return None
+    seen.add(id(obj))
+    if isinstance(obj, _ty.ModuleType):
+        return obj.__name__ if obj.__name__ in FINISHED or obj.__name__ == "course_lib" else None
+    module, name = str(getattr(obj, "__module__", "") or ""), str(getattr(obj, "__name__", "") or "")
+    record = isinstance(obj, type) and (issubclass(obj, BaseException) or hasattr(obj, "__dataclass_fields__"))
+    if module in FINISHED and name not in may_use and callable(obj) and not record:   # errors, records: shared
+        return f"{module}.{getattr(obj, '__qualname__', name)}"
+    kind = type(obj)   # an instance of a finished class (a prepared Taint, a MemoryStore) does its work too
+    if kind.__module__ in FINISHED and kind.__name__ not in may_use and not hasattr(kind, "__dataclass_fields__") \
+            and not isinstance(obj, BaseException):
+        return f"{kind.__module__}.{kind.__qualname__} (an instance)"
+    reach = []
+    if isinstance(obj, _ft.partial):
+        reach = [obj.func, *obj.args, *obj.keywords.values()]
+    elif isinstance(obj, _ty.MethodType):
+        reach = [obj.__func__, obj.__self__]
+    elif isinstance(obj, (staticmethod, classmethod)):
+        reach = [obj.__func__]
+    elif isinstance(obj, type) and module == "__main__":
+        reach = [*obj.__bases__, *vars(obj).values()]
+    elif isinstance(obj, _ty.FunctionType) and module == "__main__":
+        codes, names = [obj.__code__], set()
+        while codes:
+            code = codes.pop()
+            names.update(code.co_names)
+            codes += [c for c in code.co_consts if isinstance(c, _ty.CodeType)]
+        reach = [obj.__globals__[n] for n in sorted(names) if n in obj.__globals__]
+        reach += list(obj.__defaults__ or ()) + list((obj.__kwdefaults__ or {}).values())
+        reach += [c.cell_contents for c in obj.__closure__ or () if c.cell_contents is not c]
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        reach = list(obj)[:1000]
+    elif isinstance(obj, dict):
+        reach = list(obj.values())[:1000]
+    for item in reach:
+        try:
+            found = _borrows(item, may_use, seen)
+        except Exception:   # an object that cannot be looked into is not the course's
+            found = None
+        if found:
+            return found
+    return None
 """
 
 
@@ -180,7 +231,8 @@ def assemble(trusted, submission) -> tuple[object, dict[str, list[str]], list[st
 # fooled by enough cleverness; with the sandbox and the judge it leaves little room. The reason names the use.
 _MODULES = {"sys", "gc", "ctypes", "subprocess", "signal", "importlib", "builtins", "IPython", "ipykernel",
             "multiprocessing", "_thread", "threading", "atexit", "code", "codeop", "pdb", "bdb", "trace",
-            "faulthandler", "pty", "socket", "marshal", "jupyter_client", "zmq", "asyncio", "nbclient"}
+            "faulthandler", "pty", "socket", "marshal", "jupyter_client", "zmq", "asyncio", "nbclient", "pkgutil",
+            "runpy", "zipimport"}
 _NAMES = {"get_ipython", "__import__", "eval", "exec", "compile", "globals", "vars", "locals", "breakpoint",
           "setattr", "delattr", "__builtins__", "hasattr"}
 _ATTRIBUTES = {"_getframe", "currentframe", "stack", "getouterframes", "f_back", "f_locals", "f_globals",
@@ -197,7 +249,21 @@ STAGE_MODULES = {"01": ("course_lib.tools",), "02": ("course_lib.registry",), "0
                  "04": ("course_lib.parsing",), "05": ("course_lib.dispatch",), "06": ("course_lib.agent",),
                  "07": ("course_lib.models.scripted", "course_lib.models"),
                  "08": ("course_lib.models.anthropic", "course_lib.models.openai", "course_lib.models"),
-                 "09": ("course_lib.safety",), "10": ("course_lib.memory",)}
+                 "09": ("course_lib.safety", "course_lib.courseware.injection_lab"), "10": ("course_lib.memory",)}
+
+
+def finished(stage: str) -> set[str]:
+    """The modules an answer of ``stage`` may not use: its own stage's finished version and every later one's."""
+    return {m for s, modules in STAGE_MODULES.items() if s >= stage for m in modules}
+
+
+def may_use(stage: str) -> dict[str, list[str]]:
+    """Finished functions an exercise hands to the learner on purpose (its stage module's ``MAY_USE``)."""
+    try:
+        module = __import__(f"course_lib.courseware.exercises.stage{stage}", fromlist=["MAY_USE"])
+    except ImportError:
+        return {}
+    return {ex: sorted(names) for ex, names in getattr(module, "MAY_USE", {}).items()}
 
 
 def refusal(source: str, stage: str = "") -> str | None:
@@ -215,9 +281,13 @@ def refusal(source: str, stage: str = "") -> str | None:
             bad = [n for n in names if n.split(".")[0] in _MODULES]
             if bad:
                 return f"it imports {bad[0]}"
-            finished = [n for n in names if n == "course_lib" or n in STAGE_MODULES.get(stage, ())]
-            if finished:
-                return f"it imports {finished[0]}, the finished version of this stage"
+            if isinstance(node, ast.Import) and any(n.split(".")[0] == "course_lib" for n in names):
+                return "it imports course_lib as a package (`from course_lib.x import y` names what it uses)"
+            done = [n for n in names if n == "course_lib" or n in finished(stage)]
+            if done:
+                return f"it imports {done[0]}, the finished version of this stage or a later one"
+        elif isinstance(node, ast.Name) and node.id == "course_lib":
+            return "it uses the course_lib package itself"
         elif isinstance(node, ast.Name) and node.id in _NAMES:
             return f"it uses {node.id}"
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and not (
@@ -320,6 +390,7 @@ def _trusted_shape(data: dict, stage: str, candidates: dict) -> dict | None:
         assert isinstance(found, dict) and set(found) == set(candidates)
         for ex, seen in found.items():
             assert isinstance(seen, dict) and isinstance(seen.get("defined"), bool)
+            assert seen.get("borrows") is None or isinstance(seen["borrows"], str)
             result = seen.get("result")
             if result is None:
                 continue
@@ -363,7 +434,8 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
                             reason = f"the kernel was still busy {timeout} s after a cell was interrupted"
                             break
                 if not reason:
-                    judge_source = f"STAGE = {stage!r}\nCANDIDATES = {candidates!r}\n" + JUDGE
+                    judge_source = (f"STAGE = {stage!r}\nCANDIDATES = {candidates!r}\nFINISHED = {finished(stage)!r}\n"
+                                    f"MAY_USE = {may_use(stage)!r}\n" + BORROWS + JUDGE)
                     reply = _silent(client, "", timeout, _expression(judge_source))
                     data = reply.get("user_expressions", {}).get("r", {})
                     if data.get("status") == "ok":
@@ -405,6 +477,9 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
         elif result.get("not_implemented"):
             detail = "not implemented yet" + (f": `{result['stub']}` still raises NotImplementedError"
                                               if result.get("stub") else "")
+        elif seen.get("borrows"):
+            detail = (f"`{name}` uses {seen['borrows']}, course_lib's finished version, not your own code: the "
+                      "exercise asks you to write it")
         elif seen.get("module", "").startswith("course_lib") and name not in allowed_reexport:
             detail = (f"`{name}` is course_lib's finished version ({seen['module']}), not your own: the exercise "
                       "asks you to write it")

@@ -211,6 +211,9 @@ PARAMETER_HINT = "pass the text as a parameter: db.execute('... VALUES (?)', (te
 SECRET_HINT = "refuse text with a key prefix (sk-, ghp_, AKIA) followed by 12+ letters, digits, _ or -"
 RUN_HINT = "refuse a run of 32+ characters from A-Za-z0-9+/_=- that mixes upper case, lower case and digits"
 
+# Finished functions the notebook hands over on purpose: 10.2 may use split_steps (10.1 is its own version).
+MAY_USE = {"10.2": {"split_steps"}}
+
 EXERCISES = {
     "10.1": Exercise("A history in whole steps", [
         Case("a chat: head and steps", lambda f: grouped(f, CHAT),
