@@ -64,6 +64,7 @@ class Step:
     runs: list[ToolRun] = field(default_factory=list)  # tool calls made in this step, with observations
     error: str | None = None                          # an unusable reply or a failed model call
     answer: str | None = None                         # set when the model finished
+    usage: dict | None = field(default=None, repr=False)   # what this call cost, if reported (a Budget counts it)
 
 
 class Agent:
@@ -133,7 +134,7 @@ class Agent:
     def _loop(self, message: str) -> str:
         while not self.done:
             self.step()
-        self.turns.append({"message": message, "answer": self.answer, "stop_reason": self.stop_reason,
+        self.turns.append({"message": scrub(message), "answer": self.answer, "stop_reason": self.stop_reason,
                            "steps": self.steps})
         return self.answer
 
@@ -163,7 +164,8 @@ class Agent:
         else:
             step.reply = reply.text
             if reply.usage:
-                self.usage.append(dict(reply.usage))
+                step.usage = dict(reply.usage)
+                self.usage.append(step.usage)
             if reply.stop:   # refused, cut off or out of room: no answer, and a cut-off tool call never runs
                 self._add_reply(reply)
                 why = reply.provider_stop or reply.stop

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import unicodedata
 from contextlib import closing, contextmanager
 from itertools import accumulate
 
@@ -25,17 +26,12 @@ from .agent import Agent
 from .models.base import ModelError, Reply, scrub
 from .models.scripted import ScriptedModel
 from .safety import (CHARS_PER_TOKEN, MESSAGE_OVERHEAD, TOOL_OVERHEAD, check_history,  # noqa: F401
-                     estimate_tokens, text_tokens)
+                     estimate_tokens, text_tokens, tokens_per_call)
 from .tools import ToolError, calculator, inside_workspace
 
 # ---------------------------------------------------------------- counting
-# estimate_tokens is the rule of thumb stage 09's Budget counts with (course_lib/safety.py): one rule for the
-# whole course. This stage compares it with what a provider reports and shows what resending costs.
-def tokens_per_call(history: list[dict]) -> list[int]:
-    """Estimated input tokens of each model call in an untrimmed history: a call sent all before its reply."""
-    return [estimate_tokens(history[:i]) for i, m in enumerate(check_history(history)) if m["role"] == "assistant"]
-
-
+# estimate_tokens and tokens_per_call are the rule of thumb stage 09's Budget counts with (course_lib/safety.py):
+# one rule for the whole course. This stage compares it with what a provider reports and shows what resending costs.
 def resend_cost(sizes: list[int]) -> list[int]:
     """Running total of input tokens when every call resends the whole history (``sizes``: tokens per call,
     e.g. ``[u["input_tokens"] for u in agent.usage]``). If the history starts at b tokens and each step adds
@@ -167,9 +163,9 @@ def summarise(history: list[dict], model, *, keep_last: int = 2) -> list[dict]:
         reply = Reply.coerce(complete(request, {}) if complete else model(request))
         if reply.stop or reply.tool_calls or not reply.text.strip():
             raise ModelError(f"its reply held no summary (stop: {reply.stop}, tool calls: {len(reply.tool_calls)})")
-    except ModelError as e:
-        raise ModelError(f"Could not summarise the earlier steps: {e}. The history is unchanged; try again, or "
-                         "drop the old steps with trim_window instead.") from e
+    except Exception as e:   # a model's ModelError, or whatever a summariser function raises (KeyboardInterrupt passes)
+        raise ModelError(f"Could not summarise the earlier steps: {e if isinstance(e, ModelError) else repr(e)}. "
+                         "The history is unchanged; try again, or drop the old steps with trim_window instead.") from e
     note = {"role": "user", "content": f"{SUMMARY_LABEL}\n{scrub(reply.text.strip())[:MAX_SUMMARY_CHARS]}",
             "summary": True}
     return _join([m for m in head if not m.get("summary")], steps, first, note)
@@ -197,7 +193,7 @@ def run_with_memory(agent: Agent, goal: str, shrink=None) -> str:
     """``agent.run(goal)`` with one line more in the loop: before each model call, ``shrink(history)``
     (e.g. ``lambda h: trim_window(h, keep_last=4)``) replaces the history."""
     agent.reset(goal)
-    agent.turns.append({"message": goal})   # recorded as run() records a turn; _go_on fills in how it ended
+    agent.turns.append({"message": scrub(goal)})   # recorded as run() records a turn; _go_on fills in how it ended
     return _go_on(agent, shrink)
 
 
@@ -264,16 +260,18 @@ def context_growth_data(steps: int = 30, keep_last: int = 4, summary_over: int =
 # ---------------------------------------------------------------- long-term memory in SQLite
 MAX_NOTE_CHARS, MAX_NOTES = 1000, 10_000   # one fact per note, not a document
 MAX_RESULTS, MAX_QUERY_CHARS, MAX_QUERY_WORDS = 10, 200, 10
-# Key-like text: a provider's key prefix, or a long run mixing upper case, lower case and digits (base64).
-_KEY_PREFIX = re.compile(r"\b(?:sk-|gh[pousr]_|xox[abp]-|AKIA)[A-Za-z0-9_-]{12,}")
+# Key-like text: a provider's key prefix (after anything but a Latin letter or digit: Korean and Latin letters
+# have no \b between them, "키는sk-..."), or a long run mixing upper case, lower case and digits (base64).
+_KEY_PREFIX = re.compile(r"(?<![A-Za-z0-9])(?:sk-|gh[pousr]_|xox[abp]-|AKIA)[A-Za-z0-9_-]{12,}")
 _LONG_RUN = re.compile(r"[A-Za-z0-9+/_=-]{32,}")
 
 
 def looks_like_secret(text: str) -> bool:
-    """Whether ``text`` holds something shaped like an API key or another secret."""
-    return bool(_KEY_PREFIX.search(text)) or any(
+    """Whether ``text`` holds something shaped like an API key or another secret, even one wrapped over lines."""
+    unwrapped = "".join(line.strip() for line in text.splitlines())   # a wrapped key made whole (each run too)
+    return any(_KEY_PREFIX.search(t) for t in (text, unwrapped)) or any(
         re.search("[a-z]", run) and re.search("[A-Z]", run) and re.search("[0-9]", run)
-        for run in _LONG_RUN.findall(text))
+        for run in _LONG_RUN.findall(unwrapped))
 
 
 def fts5_available() -> bool:
@@ -327,13 +325,14 @@ class MemoryStore:
         """
         if not isinstance(text, str) or not text.strip():
             raise ToolError('text must be a non-empty sentence, e.g. "The user prefers answers in Korean"')
-        text = " ".join(scrub(text).split())   # one line: a note cannot fake extra lines in recall's answer
+        raw = scrub(text)   # one line, in one Unicode form (NFC): a note cannot fake extra lines in recall's answer,
+        text = unicodedata.normalize("NFC", " ".join(raw.split()))   # and is found however the query is written
         if len(text) > MAX_NOTE_CHARS:
             raise ToolError(f"the note is {len(text):,} characters long; the limit is {MAX_NOTE_CHARS:,}: save "
                             "one short fact at a time")
         if any(ord(c) < 32 or ord(c) == 127 for c in text):
             raise ToolError("the note contains control characters; save plain text")
-        if looks_like_secret(text):   # the message never repeats the secret
+        if looks_like_secret(raw):   # before the lines are joined: a key may be wrapped; the message never repeats it
             raise ToolError("this looks like an API key or another secret (a key prefix such as sk-, or a long run "
                             "of mixed letters and digits); secrets are never saved in memory. Save where it is "
                             "kept instead, e.g. \"the OpenAI key is in the OPENAI_API_KEY variable\".")
@@ -357,7 +356,8 @@ class MemoryStore:
         """
         if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
             raise ToolError(f"query must be a few words, at most {MAX_QUERY_CHARS} characters")
-        words = re.findall(r"\w+", scrub(query))[:MAX_QUERY_WORDS]   # words only: no search syntax gets through
+        query = unicodedata.normalize("NFC", scrub(query))   # the form notes are saved in
+        words = re.findall(r"\w+", query)[:MAX_QUERY_WORDS]   # words only: no search syntax gets through
         if not words:
             raise ToolError('query has no words to look for; send one or more words, e.g. "부산" or "price"')
         if type(limit) is not int or not 1 <= limit <= MAX_RESULTS:

@@ -100,3 +100,21 @@ def test_lesson_08_has_one_sequence_diagram_per_provider_and_03_the_description_
     pipeline = _diagrams(ROOT / "notebooks" / "03_describing_tools.ipynb")[0]
     assert all(word in pipeline for word in ("Python function", "description line", "JSON Schema", "tool spec",
                                              "input_schema", "function.parameters"))
+
+
+def test_every_relative_link_in_a_notebook_points_to_a_file_that_exists():
+    """A learner clicks these: a link to a planned lesson (or a renamed one) is a dead end."""
+    import re
+    broken = []
+    for folder in ("notebooks", "exercises", "solutions"):
+        for path in sorted((ROOT / folder).glob("*.ipynb")):
+            for c in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+                if c["cell_type"] != "markdown":
+                    continue
+                text = re.sub(r"```.*?```|`[^`\n]*`", "", "".join(c["source"]), flags=re.S)   # not in code
+                for target in re.findall(r"\]\(([^)\s]+)\)", text):
+                    if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                        continue   # a web address or an anchor
+                    if not (path.parent / target.split("#")[0]).exists():
+                        broken.append(f"{path.relative_to(ROOT)} → {target}")
+    assert not broken, "links to files that do not exist:\n" + "\n".join(broken)

@@ -539,3 +539,77 @@ def test_approvers_name_a_tool_call_as_a_call_not_a_write(capsys, monkeypatch):
     monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "y")
     assert ask_in_terminal(request) is True and asked == ["Allow this call? [y/N] "]
     assert "call send_email(" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- red-team follow-ups (stage 09)
+def _ended(pid: int) -> bool:   # gone, or a zombie nobody has reaped yet (it has ended all the same)
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def _wait_until_ended(pid: int) -> bool:
+    deadline = time.monotonic() + 10   # a hang guard only
+    while not _ended(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _ended(pid)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc to see whether a process has ended")
+def test_processes_a_time_limited_tool_leaves_running_end_with_the_call(tmp_path):
+    import subprocess
+
+    def start_sleep() -> str:
+        """Start a long sleep and return at once."""
+        return str(subprocess.Popen(["sleep", "60"]).pid)
+    pid = int(finishes(lambda: with_time_limit(start_sleep, 30)()))
+    try:
+        assert _wait_until_ended(pid), "a process the tool left behind outlived the call"
+    finally:
+        if not _ended(pid):
+            os.kill(pid, 9)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc to see whether a process has ended")
+def test_a_nested_time_limit_ends_with_the_outer_one(tmp_path):
+    pid_file = tmp_path / "pid"
+
+    def hangs() -> str:
+        """Note this process's id, then hang."""
+        pid_file.write_text(str(os.getpid()))
+        time.sleep(60)
+        return "woke up"
+    outer = with_time_limit(lambda: with_time_limit(hangs, 30)(), 1)
+    obs = finishes(lambda: dispatch({"outer": outer}, "outer", {}))
+    assert obs.is_error and "stopped after 1 seconds" in obs.content
+    pid = int(pid_file.read_text())
+    try:
+        assert _wait_until_ended(pid), "the inner child outlived the outer time limit"
+    finally:
+        if not _ended(pid):
+            os.kill(pid, 9)
+
+
+def test_a_time_limit_over_a_day_is_refused():
+    with_time_limit(calculator, 86_400)   # a day is fine
+    with pytest.raises(ValueError, match="at most a day"):
+        with_time_limit(calculator, 86_401)
+
+
+def test_the_budget_counts_each_call_by_its_reported_usage_or_else_its_estimate():
+    replies = [Reply(act("lookup", topic="단가"), usage={"input_tokens": 500, "output_tokens": 7}), act("lookup", topic="x")]
+    agent = Agent(default_tools(), ScriptedModel(replies), max_steps=2, budget=Budget(max_tokens=10**6))
+    agent.run("price?")
+    h = agent.history   # system, goal, call 1 (reported), observation, call 2 (not reported), observation
+    assert agent.budget.spent(agent)["input_tokens"] == 500 + estimate_tokens(h[:4])
+    assert agent.budget.spent(agent)["output_tokens"] == 7 + estimate_tokens(h[4:5])
+    agent.history = h[:2] + h[4:]   # trimmed: what the calls cost stays spent
+    assert agent.budget.spent(agent)["input_tokens"] == 500 + estimate_tokens(h[:4])
+
+
+def test_a_reply_with_negative_usage_is_refused():
+    from course_lib.models import ModelError
+    with pytest.raises(ModelError, match="usage must be a dict of whole numbers, 0 or more"):
+        Reply("hi", usage={"input_tokens": -1_000_000_000, "output_tokens": 5})

@@ -31,10 +31,12 @@ PACKAGE = Path(course_lib.__file__).parent
 # token estimate, and a time limit that really stops a blocking tool; memory.py (stage 10) a protocol-safe window,
 # summaries, recovery from "context_full" and a SQLite store with its limits. The injection lab that measures the
 # defences is courseware (injection_lab.py), so the stage module reads as the defences alone. grader.py looks
-# at what an answer reaches (a wrapper, a default, an alias of a finished function), as a cheating student did. approval.py names
+# at what an answer reaches (a wrapper, a default, an alias of a finished function), as a cheating student did.
+# A red-team round grew safety.py: Unicode-aware taint, a time limit that ends the tool's whole process group
+# (nested limits too), and a budget that records each call so trimming the history cannot hide spending. approval.py names
 # what it asks about (a write, or a tool call under a stage-09 policy).
 BUDGETS = {"tools.py": 390, "registry.py": 80, "describe.py": 190, "parsing.py": 150,
-           "dispatch.py": 190, "agent.py": 365, "safety.py": 405, "memory.py": 400, "models/base.py": 175, "models/scripted.py": 125,
+           "dispatch.py": 190, "agent.py": 365, "safety.py": 445, "memory.py": 400, "models/base.py": 175, "models/scripted.py": 125,
            "models/anthropic.py": 155, "models/openai.py": 120, "models/catalog.py": 265,
            "models/remote.py": 135, "standin.py": 570, "courseware/cli.py": 350, "__init__.py": 45, "courseware/livecheck.py": 140, "courseware/grader.py": 665, "courseware/sandbox.py": 110,
            "courseware/checks.py": 470, "courseware/injection_lab.py": 180, "courseware/grading.py": 100, "courseware/exercises/__init__.py": 10, "courseware/__init__.py": 10,

@@ -131,7 +131,7 @@ def attack_plot(rates: list[dict], title: str = "Prompt injections that landed, 
     for k, model in enumerate(models):   # the models' bars side by side within each defence, each labelled "n/N"
         mine, width = {r["defence"]: r for r in rates if r["model"] == model}, 0.8 / len(models)
         bars = ax.bar([i + (k - (len(models) - 1) / 2) * width for i in range(len(defences))],
-                      [100 * mine[d]["rate"] if d in mine else 0 for d in defences], width, label=f"{model} model",
+                      [100 * mine[d]["rate"] if d in mine else 0 for d in defences], width, label=f"{model} reader",
                       color=("#c44e52", "#4c72b0", "#55a868", "#8172b2")[k % 4])
         ax.bar_label(bars, [f"{mine[d]['landed']}/{mine[d]['attacks']}" if d in mine else "" for d in defences],
                      fontsize=8)   # a 0 % bar is invisible: its label still says 0/9

@@ -73,9 +73,9 @@ class Reply:
                    or not all(isinstance(c, ToolCall) for c in self.tool_calls) else
                    f"unknown stop {self.stop!r}: use one of {', '.join(STOPS)} or leave it out"
                    if self.stop is not None and (not isinstance(self.stop, str) or self.stop not in STOPS) else
-                   "usage must be a dict of whole numbers, e.g. {'input_tokens': 12, 'output_tokens': 3}"
+                   "usage must be a dict of whole numbers, 0 or more, e.g. {'input_tokens': 12, 'output_tokens': 3}"
                    if self.usage is not None and (not isinstance(self.usage, dict) or not all(
-                       v is None or type(v) is int for v in self.usage.values())) else None)
+                       v is None or type(v) is int and v >= 0 for v in self.usage.values())) else None)
         if problem:
             raise ModelError(f"a Reply's {problem}")
 
