@@ -1,0 +1,264 @@
+"""Stage 11 — retrieval as a tool: the agent searches the workspace only when it needs to, and gets back a
+few short passages with the file and lines to cite, instead of reading every file or being handed them all.
+
+Adds: ``tokenize`` (lower-cased words; Korean as overlapping pairs of syllables), ``chunk`` (overlapping runs
+of whole lines, numbered from 1), ``BM25`` (the Okapi formula, scoring exactly as rank-bm25's ``BM25Okapi``),
+``Index`` (the workspace's text files, read with read_file's rules, within limits) and its ``search``, the
+tool ``search_workspace`` (cited snippets such as ``notes.txt:4 (score 2.07): …``), and ``recall_at_k`` over
+a labelled question set in English and Korean (``load_questions``).
+
+Leaves out: embeddings and vector search (BM25 matches words, so a Korean question does not find an English
+answer), a Korean morphological analyser, English stemming ("returns" does not match "returned") and stop
+words, keeping the index between calls (it is rebuilt on every search, which a small workspace affords), and
+formats other than plain UTF-8 text.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import stat
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from .tools import OS_FAILURES, ToolError, inside_workspace, os_problem
+
+# ---------------------------------------------------------------- words
+_HANGUL = "\uac00-\ud7a3"   # the 11,172 ready-made Hangul syllables, 가 to 힣
+_RUNS = re.compile(rf"[{_HANGUL}]+|[^\W{_HANGUL}]+")   # a run of Hangul, or of other letters, digits and _
+
+
+def tokenize(text: str) -> list[str]:
+    """Lower-cased words (letters, digits, _), but a run of Hangul becomes its overlapping two-syllable pieces:
+    ``tokenize("출장비 규정, Q3!")`` is ``['출장', '장비', '규정', 'q3']``. A lone syllable stays itself."""
+    # Why pairs for Korean: particles and endings are written onto the word (회의 + 는 = 회의는), so whole words
+    # rarely match between a question and a document, while pairs of syllables do (출장비 and 출장 share 출장).
+    # The price: accidental matches (장비, "equipment", hides in 출장비), more tokens per Korean line, and a
+    # one-syllable word matches only itself. A morphological analyser (Kiwi, MeCab-ko) would split 회의는 into
+    # 회의 + 는, at the cost of a large dependency. English words are matched whole and unstemmed.
+    tokens: list[str] = []
+    for run in _RUNS.findall(unicodedata.normalize("NFC", text).casefold()):   # NFC: ㅎ+ㅚ typed apart is 회
+        if len(run) > 1 and "\uac00" <= run[0] <= "\ud7a3":
+            tokens.extend(run[i:i + 2] for i in range(len(run) - 1))
+        else:
+            tokens.append(run)
+    return tokens
+
+
+# ---------------------------------------------------------------- chunks of whole lines
+@dataclass
+class Chunk:
+    path: str         # relative to the workspace, as read_file takes it
+    start_line: int   # 1-based, and both ends included
+    end_line: int
+    text: str
+
+
+def chunk(text: str, path: str, lines: int = 4, overlap: int = 1) -> list[Chunk]:
+    """Runs of ``lines`` whole lines, each starting ``lines - overlap`` lines after the one before, so a passage
+    cut by one boundary is whole in a neighbour. Runs of blank lines only are left out."""
+    if type(lines) is not int or type(overlap) is not int or lines < 1 or not 0 <= overlap < lines:
+        raise ValueError("chunk needs whole numbers with lines >= 1 and 0 <= overlap < lines")
+    # "\n" only, as editors number lines: str.splitlines also breaks at \x0c or \u2028 and would shift them.
+    rows = [row.removesuffix("\r") for row in text.split("\n")]
+    rows, chunks = rows[:-1] if rows[-1] == "" else rows, []   # a final "\n" ends the last line, starts none
+    for start in range(0, len(rows), lines - overlap):
+        part = rows[start:start + lines]
+        if any(row.strip() for row in part):
+            chunks.append(Chunk(path, start + 1, start + len(part), "\n".join(part)))
+        if start + lines >= len(rows):   # this run reached the end: another would only repeat its tail
+            break
+    return chunks
+
+
+# ---------------------------------------------------------------- ranking
+class BM25:
+    """Okapi BM25 in the variant of rank-bm25's ``BM25Okapi`` (0.2), so the two give the same scores. A word in
+    n of the N documents has idf = ln(N - n + 0.5) - ln(n + 0.5); in more than half of them that is negative,
+    and it becomes epsilon × the average idf of all words instead (rank-bm25's floor). A document of dl tokens
+    holding a query word f times gains idf · f·(k1 + 1) / (f + k1·(1 - b + b·dl/avgdl)) from it: each extra
+    match helps less (k1), long documents are discounted (b), and a word repeated in the query counts twice."""
+
+    def __init__(self, documents, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
+        if isinstance(documents, str) or any(isinstance(d, str) for d in documents):
+            raise TypeError("BM25 takes Chunks or lists of tokens (tokenize(text)), not plain strings")
+        docs = [tokenize(d.text) if isinstance(d, Chunk) else list(d) for d in documents]
+        self.k1, self.b, self.lengths = k1, b, [len(d) for d in docs]
+        self.avgdl = sum(self.lengths) / len(docs) if docs else 0.0
+        self.postings: dict[str, list[tuple[int, int]]] = {}   # word → [(document number, count in it)]
+        for i, doc in enumerate(docs):
+            for word, count in Counter(doc).items():
+                self.postings.setdefault(word, []).append((i, count))
+        raw = {w: math.log(len(docs) - len(p) + 0.5) - math.log(len(p) + 0.5) for w, p in self.postings.items()}
+        floor = epsilon * sum(raw.values()) / len(raw) if raw else 0.0
+        self.idf = {w: floor if idf < 0 else idf for w, idf in raw.items()}
+
+    def scores(self, query_tokens: list[str]) -> list[float]:
+        """One score per document, in order; a document sharing no word with the query scores 0."""
+        scores, k1, b = [0.0] * len(self.lengths), self.k1, self.b
+        for word in query_tokens:
+            for i, f in self.postings.get(word, ()):   # only the documents holding the word: the rest add 0
+                scores[i] += self.idf[word] * (f * (k1 + 1) / (f + k1 * (1 - b + b * self.lengths[i] / self.avgdl)))
+        return scores
+
+
+# ---------------------------------------------------------------- the workspace as an index
+MAX_FILES, MAX_FILE_BYTES = 200, 100_000   # a workspace of notes, not a disk: more needs a real search engine
+
+
+@dataclass
+class Hit:
+    path: str
+    start_line: int   # the first and the last line of the chunk that hold a query word
+    end_line: int
+    score: float
+    snippet: str      # those lines
+
+    @property
+    def citation(self) -> str:
+        lines = f"{self.start_line}" if self.start_line == self.end_line else f"{self.start_line}-{self.end_line}"
+        return f"{self.path}:{lines}"
+
+
+def _files(folder: str):
+    """Workspace paths of the files under ``folder``, in name order; hidden names are left out and folders
+    reached through a symlink are not entered."""
+    start, root = inside_workspace(folder), Path.cwd().resolve()
+    if not start.is_dir():
+        raise ToolError(f"there is no folder '{folder}' in the workspace; call list_files to see what exists")
+    for here, folders, files in os.walk(start):
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        yield from (Path(here, name).relative_to(root).as_posix() for name in sorted(files) if name[0] != ".")
+
+
+def _read_text(path: str, max_bytes: int) -> str:
+    """The file's text, or a ToolError saying why it is left out."""
+    target = inside_workspace(path)   # read_file's rule: a symlink leading outside the workspace is refused
+    try:   # O_NONBLOCK: a named pipe is refused below instead of waiting for a writer
+        with open(os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise ToolError("not a regular file")
+            data = f.read(max_bytes + 1)
+    except OS_FAILURES as e:
+        raise os_problem(path, e) from None
+    if len(data) > max_bytes or b"\0" in data:
+        raise ToolError(f"larger than {max_bytes:,} bytes" if len(data) > max_bytes else "binary (NUL bytes)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ToolError("not UTF-8 text") from None
+
+
+class Index:
+    """Chunks of text files ranked by BM25; ``skipped`` lists (path, why) for each file left out."""
+
+    def __init__(self, chunks: list[Chunk], skipped: list[tuple[str, str]] | None = None):
+        self.chunks, self.skipped = list(chunks), list(skipped or [])
+        self.bm25 = BM25(self.chunks)
+
+    @classmethod
+    def from_workspace(cls, folder: str = ".", *, lines: int = 4, overlap: int = 1,
+                       max_files: int = MAX_FILES, max_bytes: int = MAX_FILE_BYTES) -> Index:
+        """Index the files under ``folder`` (inside the workspace): the first ``max_files`` in name order, of
+        at most ``max_bytes`` each; binary, non-UTF-8 and outside ones are skipped, with the reason."""
+        chunks, skipped = [], []
+        for n, path in enumerate(_files(folder)):
+            if n == max_files:
+                skipped.append((path, f"over the limit of {max_files} files; it and any after it are left out"))
+                break
+            try:
+                chunks += chunk(_read_text(path, max_bytes), path, lines, overlap)
+            except ToolError as e:
+                skipped.append((path, str(e)))
+        return cls(chunks, skipped)
+
+    def search(self, query: str, k: int = 3) -> list[Hit]:
+        """The ``k`` best chunks holding a query word that carries weight (idf above 0; "the" is in most chunks
+        and tells nothing), each cut to the lines holding such a word; if no query word carries weight (or the
+        index has under three chunks, where every idf is at most 0), any query word counts. A line already
+        cited (overlapping chunks share lines) is not cited again."""
+        if type(k) is not int or k < 1:
+            raise ValueError("k must be a whole number, at least 1")
+        words = tokenize(query)
+        wanted = {w for w in words if self.bm25.idf.get(w, 0) > 0} or set(words)
+        scores, matched = self.bm25.scores(words), {i for w in wanted for i, _ in self.bm25.postings.get(w, ())}
+        hits: list[Hit] = []
+        for i in sorted(matched, key=lambda i: (-scores[i], i)):
+            c, rows = self.chunks[i], self.chunks[i].text.split("\n")
+            marked = [n for n, row in enumerate(rows) if wanted.intersection(tokenize(row))]
+            first, last = c.start_line + marked[0], c.start_line + marked[-1]
+            if not any(h.path == c.path and h.start_line <= last and first <= h.end_line for h in hits):
+                hits.append(Hit(c.path, first, last, scores[i], "\n".join(rows[marked[0]:marked[-1] + 1])))
+            if len(hits) == k:   # the rest are never looked at: a common word can match thousands of chunks
+                break
+        return hits
+
+    def __repr__(self) -> str:
+        files = len({c.path for c in self.chunks})
+        return f"Index({len(self.chunks)} chunks from {files} files, {len(self.skipped)} skipped)"
+
+
+# ---------------------------------------------------------------- the tool
+MAX_QUERY_CHARS, MAX_K, MAX_LINE_CHARS, MAX_OUTPUT_CHARS = 300, 10, 200, 4000
+
+
+def _shown(text: str) -> str:   # a control character or half an emoji cannot fake a line or break the output
+    text = "".join(c if c.isprintable() else " " for c in text)
+    return text if len(text) <= MAX_LINE_CHARS else text[:MAX_LINE_CHARS] + "…"
+
+
+def search_workspace(query: str, k: int = 3) -> str:
+    """Find passages in the workspace's text files that match a question, cited as file:line; then read_file.
+
+    Use it when you do not know which file holds the answer, or a file is too long to read whole. To read a
+    file you already know, use read_file; for one known fact such as a price, use lookup; for the company
+    documents outside the workspace, use search_docs. It matches words, not meanings: ask in the language
+    of the documents, with the words they would use.
+
+    Args:
+        query: a question or a few key words, in English or Korean, e.g. "travel allowance" or "다음 회의".
+        k: how many passages to return, 1 to 10.
+    """
+    if not isinstance(query, str) or not query.strip():
+        raise ToolError('query must be a question or a few words, e.g. "travel allowance" or "다음 회의"')
+    if len(query) > MAX_QUERY_CHARS:
+        raise ToolError(f"the query is {len(query):,} characters long; send at most {MAX_QUERY_CHARS}: the key "
+                        "words are enough")
+    if type(k) is not int or not 1 <= k <= MAX_K:
+        raise ToolError(f"k must be a whole number from 1 to {MAX_K}")
+    if not tokenize(query):
+        raise ToolError('the query has no words (letters or digits) to search for, e.g. "unit price" or "단가"')
+    index = Index.from_workspace()
+    if not index.chunks:
+        return "The workspace has no text files to search; call list_files to see what is there."
+    hits = index.search(query, k)
+    if not hits:
+        return ("No passage in the workspace matches the query's words; try other words, the documents' "
+                "language, or list_files and read_file.")
+    text = "\n".join(f"{_shown(h.citation)} (score {h.score:.2f}): "
+                     + "\n    ".join(map(_shown, h.snippet.split("\n"))) for h in hits)
+    return text if len(text) <= MAX_OUTPUT_CHARS else text[:MAX_OUTPUT_CHARS] + "\n[... cut; ask for fewer passages]"
+
+
+# ---------------------------------------------------------------- measuring retrieval
+def load_questions() -> list[dict]:
+    """The labelled questions about the course workspace (notebooks/workspace), in English and Korean."""
+    data = (Path(__file__).parent / "data" / "retrieval_questions.json").read_text(encoding="utf-8")
+    return json.loads(data)["questions"]
+
+
+def recall_at_k(index: Index, questions: list[dict], k: int = 3) -> dict:
+    """The share of questions answered among the top ``k`` hits, overall and per language, and the misses. A
+    hit answers a question when it cites lines of a file in the range a person marked as answering it (one
+    place, or a few equally good ones): with one right place per question this is recall@k."""
+    found = [(q, any(h.path == a["path"] and h.start_line <= a["lines"][1] and a["lines"][0] <= h.end_line
+                     for h in index.search(q["question"], k) for a in q["answers"])) for q in questions]
+    result: dict = {"k": k, "questions": len(found)}
+    for lang in ["overall", *sorted({q["lang"] for q in questions})]:
+        mine = [ok for q, ok in found if lang in ("overall", q["lang"])]
+        result[lang] = round(sum(mine) / len(mine), 3) if mine else 0.0
+    result["missed"] = [q["question"] for q, ok in found if not ok]
+    return result
