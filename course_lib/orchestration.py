@@ -1,0 +1,200 @@
+"""Stage 11 — agents as tools: an orchestrator hands a sub-task to another agent as it would call any tool,
+and reads that agent's answer back as the observation.
+
+Adds: ``as_tool(name, make_agent, description)``, a plain tool ``name(task: str) -> str`` (``tool_schema`` and
+``dispatch`` treat it like any tool) that runs a fresh sub-agent, with its own tools, history and step cap, on
+each task and returns its answer, keeping each call in its ``runs`` as a ``SubRun`` (task, answer, stop reason,
+steps, tokens, transcript, the runs it started). ``Orchestrator``, an ``Agent`` whose transcript (and ``save``)
+nests its sub-agents'; ``call_tree`` and ``call_edges`` (who called whom); ``total_usage`` (the team's tokens);
+``team_demo``, a scripted team. Guards: an empty or overlong task is refused, agents nest at most ``max_depth``
+deep (a context variable counts), and a sub-agent that stops without an answer is an error observation.
+
+Leaves out: sub-agents working in parallel, sharing memory or talking to each other (each sees only its task,
+and only the orchestrator reads their answers), one budget for the whole team (each agent may have its own
+``Budget``), and retrying a sub-agent that failed.
+"""
+from __future__ import annotations
+
+import re
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from itertools import count
+
+from .agent import Agent
+from .models.scripted import ScriptedModel
+from .tools import ToolError, calculator, lookup, search_docs
+
+MAX_DEPTH = 3            # orchestrator → agent → agent → agent, and no deeper
+MAX_TASK_CHARS = 4000    # a task is a brief, not a document to pass along
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")   # what both APIs accept as a tool name
+_RUNNING: ContextVar[SubRun | None] = ContextVar("course_lib_subrun", default=None)   # the sub-run under way
+_ORDER = count(1)        # one counter for every tool: the order the calls were made in
+
+
+@dataclass
+class SubRun:
+    """One call of an agent tool: which agent ran, on what, and how it ended."""
+    order: int = field(repr=False)   # when it was called, counted across every agent tool
+    agent: str                  # the tool's name, which is the sub-agent's name
+    task: str
+    depth: int                  # 1: called by the top orchestrator
+    caller: str | None          # the calling sub-agent's name; None: the top orchestrator
+    answer: str | None = None
+    stop_reason: str | None = None
+    steps: int = 0
+    usage: dict = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    transcript: dict = field(default_factory=dict, repr=False)
+    children: list[SubRun] = field(default_factory=list, repr=False)   # the runs this sub-agent started
+    sub_agent: Agent | None = field(default=None, repr=False)
+
+
+def as_tool(name: str, make_agent, description: str, *, max_steps: int = 4, max_depth: int = MAX_DEPTH,
+            max_task_chars: int = MAX_TASK_CHARS):
+    """A tool ``name(task: str) -> str`` that runs a sub-agent on ``task`` and returns its answer. ``make_agent``:
+    a function with no arguments returning a new ``Agent`` for each call (a fresh history), or one ``Agent`` to
+    reuse; its step cap is lowered to ``max_steps``. ``description``: the line the orchestrating model reads."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ValueError(f"name must be a tool name of letters, digits, _ or - (at most 64), not {name!r}")
+    if not isinstance(description, str) or not description.strip():
+        raise ValueError("description must say in one line what this agent does: it is all the model reads")
+    if not (callable(make_agent) or isinstance(make_agent, Agent)):
+        raise TypeError(f"make_agent must be an Agent or a function that builds one, not {type(make_agent).__name__}")
+    for key, value in (("max_steps", max_steps), ("max_depth", max_depth), ("max_task_chars", max_task_chars)):
+        if type(value) is not int or value < 1:
+            raise ValueError(f"{key} must be a positive whole number, not {value!r}")
+
+    def tool(task: str) -> str:
+        return _delegate(tool, task)
+    tool.__name__, tool.__qualname__, tool.__annotations__ = name, name, {"task": str, "return": str}   # real types
+    tool.__doc__ = (f"{' '.join(description.split())}\n\nArgs:\n    task: what the {name} should do, in a few "
+                    f"sentences; it sees only this text, not your conversation.\n")
+    tool.is_agent_tool, tool.runs, tool.make_agent = True, [], make_agent
+    tool.max_steps, tool.max_depth, tool.max_task_chars = max_steps, max_depth, max_task_chars
+    return tool
+
+
+def _delegate(tool, task: str) -> str:
+    name = tool.__name__
+    if not isinstance(task, str) or not task.strip():   # dispatch checks the type; a direct call may not
+        raise ToolError(f"the task is empty: write what the {name} should do in a sentence or two")
+    if len(task) > tool.max_task_chars:
+        raise ToolError(f"the task is {len(task):,} characters, over the limit of {tool.max_task_chars:,}: say "
+                        f"briefly what you need; the {name} can look the details up itself")
+    parent = _RUNNING.get()
+    depth = parent.depth + 1 if parent else 1
+    if depth > tool.max_depth:
+        raise ToolError(f"not run: agents are already nested {depth - 1} deep and the limit is "
+                        f"{tool.max_depth}. Do this part yourself with your tools, or answer with what you have.")
+    agent = tool.make_agent if isinstance(tool.make_agent, Agent) else tool.make_agent()
+    if not isinstance(agent, Agent):
+        raise TypeError(f"make_agent for {name} must return an Agent, not {type(agent).__name__}")
+    if agent.goal is not None and not agent.done:   # one reused Agent, already busy further up this chain
+        raise ToolError(f"not run: the {name} is busy with another task; answer this part yourself")
+    agent.max_steps = min(agent.max_steps, tool.max_steps)
+    run = SubRun(next(_ORDER), name, task, depth, parent.agent if parent else None, sub_agent=agent)
+    tool.runs.append(run)
+    if parent:
+        parent.children.append(run)
+    running = _RUNNING.set(run)
+    try:
+        run.answer, run.stop_reason = agent.run(task), agent.stop_reason
+    except Exception as e:   # a model or hook that raised past the loop: the orchestrator still gets a sentence
+        run.answer, run.stop_reason = f"The {name} failed: {type(e).__name__}: {e}", "error"
+    finally:
+        _RUNNING.reset(running)
+    run.steps, run.usage, run.transcript = agent.steps, agent.total_usage, Agent.transcript(agent)   # its own
+    if run.stop_reason != "finish":   # an error observation: "Stopped after 4 steps" is not the answer
+        raise ToolError(f"the {name} stopped without an answer ({run.stop_reason}): {run.answer} "
+                        "Try a smaller or clearer task, or go on without it.")
+    return run.answer
+
+
+def agent_tools(tools) -> list:   # the agent tools among a mapping of name → function, in order
+    return [f for f in tools.values() if getattr(f, "is_agent_tool", False) is True]
+
+
+def _top_runs(orchestrator: Agent, tools=None) -> list[SubRun]:   # deeper runs hang from their ``children``
+    tools = tools or agent_tools(orchestrator.tools)
+    return sorted((r for t in tools for r in t.runs if r.caller is None), key=lambda r: r.order)
+
+
+class Orchestrator(Agent):
+    """An ``Agent`` whose transcript and ``save`` nest its sub-agents' runs; each ``run`` forgets the last one's."""
+
+    def __init__(self, tools, model, max_steps: int | None = None, *, name: str = "orchestrator", **options):
+        self.name = name
+        super().__init__(tools, model, max_steps, **options)
+
+    def reset(self, goal: str | None = None) -> None:
+        super().reset(goal)
+        for tool in agent_tools(self.tools) if _RUNNING.get() is None else ():   # nested: keep the caller's runs
+            tool.runs.clear()
+
+    def transcript(self) -> dict:
+        return orchestration_transcript(self, self.name)
+
+
+def orchestration_transcript(orchestrator: Agent, name: str = "orchestrator", tools=None) -> dict:
+    """The orchestrator's transcript with a ``subagents`` list: each sub-run's transcript, nested the same way."""
+    def nested(run: SubRun) -> dict:
+        return {"agent": run.agent, "depth": run.depth, **run.transcript,
+                "subagents": list(map(nested, run.children))}
+    return {"agent": name, **Agent.transcript(orchestrator),
+            "subagents": list(map(nested, _top_runs(orchestrator, tools)))}
+
+
+def call_tree(orchestrator: Agent, name: str | None = None, tools=None) -> dict:
+    """Who called whom, as a nested dict: each agent with its task, stop reason, steps, usage and ``calls``."""
+    def node(run: SubRun) -> dict:
+        return {"agent": run.agent, "task": run.task, "stop_reason": run.stop_reason, "steps": run.steps,
+                "usage": dict(run.usage), "calls": list(map(node, run.children))}
+    return {"agent": name or getattr(orchestrator, "name", "orchestrator"), "task": orchestrator.goal,
+            "stop_reason": orchestrator.stop_reason, "steps": orchestrator.steps,
+            "usage": orchestrator.total_usage, "calls": list(map(node, _top_runs(orchestrator, tools)))}
+
+
+def call_edges(tree: dict) -> list[tuple[str, str, str]]:
+    """``(caller, callee, task)`` for every call in a ``call_tree``, depth first, in call order."""
+    return [e for call in tree["calls"] for e in [(tree["agent"], call["agent"], call["task"]), *call_edges(call)]]
+
+
+def total_usage(orchestrator: Agent, *tools) -> dict:
+    """The whole team's tokens: the orchestrator's own and every sub-run's, at every depth."""
+    nodes, total = [call_tree(orchestrator, "orchestrator", tools)], {"input_tokens": 0, "output_tokens": 0}
+    for node in nodes:   # the list grows as it is read: every agent at every depth
+        nodes += node["calls"]
+        total = {key: total[key] + (node["usage"].get(key) or 0) for key in total}
+    return total
+
+
+# ---------------------------------------------------------------- a scripted team
+def _said(text: str, *calls, usage: tuple[int, int]) -> dict:   # usage: MADE-UP counts, to show how they add up
+    return {"text": text, "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},   # ids: unique per demo
+            "tool_calls": [{"id": f"call_{usage[0]}_{i}", "name": t, "args": a} for i, (t, a) in enumerate(calls)]}
+
+
+TEAM_GOAL = "부품 25개를 주문하면 총액은 얼마이고, 배송비가 드나요? (What do 25 units cost, and is shipping charged?)"
+RESEARCH_TASK = "부품 단가와 배송비 조건을 찾아 주세요. (Find the unit price and the shipping terms.)"
+TOTAL_TASK = "개당 $24인 부품 25개의 총액을 계산해 주세요. (Work out the total for 25 units at $24 each.)"
+
+
+def team_demo() -> tuple[str, Orchestrator, dict]:
+    """``(goal, orchestrator, agent_tools)``: the orchestrator asks a researcher (lookup, search_docs) for the unit
+    price, an accountant (calculator) for the total, then answers. All scripted; the token counts are made up."""
+    researcher = as_tool("researcher", lambda: Agent({"lookup": lookup, "search_docs": search_docs}, ScriptedModel([
+        _said("", ("lookup", {"topic": "단가"}), usage=(305, 22)),
+        _said("", ("lookup", {"topic": "배송"}), usage=(351, 20)),
+        _said("단가는 개당 $24, $500 이상 주문은 배송비 무료입니다. (Unit price $24; orders of $500+ ship free.)",
+              usage=(398, 31))], native_tools=True)),
+        "Ask the researcher to find facts (prices, policies) in the company's knowledge base.")
+    accountant = as_tool("accountant", lambda: Agent({"calculator": calculator}, ScriptedModel([
+        _said("", ("calculator", {"expression": "25*24"}), usage=(280, 18)),
+        _said("총액은 $600입니다 (25 × $24). (The total is $600.)", usage=(312, 25))], native_tools=True)),
+        "Ask the accountant to work out a total, or any other arithmetic, step by step.")
+    team = {"researcher": researcher, "accountant": accountant}
+    model = ScriptedModel([
+        _said("먼저 단가를 알아봅니다.", ("researcher", {"task": RESEARCH_TASK}), usage=(412, 41)),
+        _said("이제 총액을 계산합니다.", ("accountant", {"task": TOTAL_TASK}), usage=(486, 37)),
+        _said("총액은 $600입니다 (25 × $24). $500 이상이라 배송비는 무료입니다. (The total is $600; shipping is "
+              "free on orders of $500 or more.)", usage=(548, 52))], native_tools=True)
+    return TEAM_GOAL, Orchestrator(team, model, max_steps=4), team

@@ -1,0 +1,398 @@
+"""Stage 11, planning: the TodoList tools run by the real Agent (text protocol and native tool calls) and through
+dispatch, the exact checklist and its history, replanning, every refusal's key phrase, and the evaluator–optimiser
+loop's rounds, verdicts and stops, with scripted models and critics."""
+import json
+
+import pytest
+
+from course_lib import default_tools
+from course_lib.agent import Agent
+from course_lib.describe import build_system_prompt, tool_schema, tool_spec
+from course_lib.dispatch import dispatch
+from course_lib.models import ModelError, ScriptedModel
+from course_lib.planning import (CRITIC_PROMPT, MAX_FEEDBACK_CHARS, MAX_ITEM_CHARS, MAX_NOTE_CHARS, MAX_TODOS,
+                                 PLAN_ANSWER, PLAN_CALLS, PLAN_GOAL, Refined, TodoList, Verdict, ask_critic,
+                                 parse_verdict, planning_demo, refine, refine_demo, script)
+from course_lib.tools import ToolError
+
+FINAL = """\
+1. ☑ 단가 확인 (unit price) — 개당 $24
+2. ☑ 총액 계산 (total) — $720
+3. ✗ 대량 할인율 확인 (bulk discount) — 할인 정보 없음 (no discount is listed) (replanned below)
+4. ☑ 배송비 조건 확인 (shipping terms) — $500 이상 무료
+5. ☑ 견적 정리 (write the quote) — 할인 없이 정리"""
+AFTER_FAILURE = """\
+1. ☑ 단가 확인 (unit price) — 개당 $24
+2. ☑ 총액 계산 (total) — $720
+3. ✗ 대량 할인율 확인 (bulk discount) — 할인 정보 없음 (no discount is listed)
+4. ☐ 견적 정리 (write the quote)"""
+CHANGES = ["plan created (4 steps)", "step 1 done", "step 2 done", "step 3 failed", "step 3 replanned as step 4",
+           "step 4 done", "step 5 done"]
+
+
+def planned(*items):
+    todos = TodoList()
+    todos.create_todos(list(items))
+    return todos
+
+
+def refusal(func, *args):
+    with pytest.raises(ToolError) as caught:
+        func(*args)
+    return str(caught.value)
+
+
+# ---------------------------------------------------------------- the scripted planning run
+@pytest.mark.parametrize("native", [False, True])
+def test_planning_demo_plans_works_fails_replans_and_answers(native):
+    agent, todos = planning_demo(native)
+    assert agent.goal == PLAN_GOAL and todos.items == []   # ready to run, nothing done yet
+    answer = agent.run(agent.goal)
+
+    assert (answer, agent.stop_reason, agent.steps) == (PLAN_ANSWER, "finish", len(PLAN_CALLS) + 1)
+    runs = [run for step in agent.trace for run in step.runs]
+    assert [(r.tool, r.args) for r in runs] == PLAN_CALLS
+    assert [r.observation.is_error for r in runs] == [False] * 5 + [True] + [False] * 5   # only the 할인 lookup
+    assert todos.checklist() == FINAL
+    assert [h["change"] for h in todos.history] == CHANGES
+    assert todos.history[3]["checklist"] == AFTER_FAILURE
+    assert todos.history[0]["checklist"] == "\n".join(
+        f"{n}. ☐ {text}" for n, text in enumerate(PLAN_CALLS[0][1]["items"], 1))
+    assert runs[7].observation.content == "Step 3 replaced by step 4:\n" + todos.history[4]["checklist"]
+    assert runs[-1].observation.content == "Step 5 done. Every step is finished: give your answer.\n" + FINAL
+    assert repr(todos) == "TodoList(5 steps: 4 done, 1 failed, 0 to do)"
+    if native:   # every tool result went back by its call's id
+        results = [m for m in agent.history if m["role"] == "tool"]
+        assert [m["tool_call_id"] for m in results] == [f"call_{n}" for n in range(1, 12)]
+        assert [m["name"] for m in results] == [tool for tool, _ in PLAN_CALLS]
+    else:
+        observations = [m["content"] for m in agent.history if m["role"] == "user"][1:]
+        assert observations[0].startswith("Observation: Plan saved (4 steps). Work through them in order")
+        assert "create_todos(items: list[str])" in agent.history[0]["content"]   # the model was told of the tools
+
+
+def test_the_plan_is_state_outside_the_history_and_each_list_is_its_own():
+    agent, todos = planning_demo()
+    other = TodoList()
+    agent.run(agent.goal)
+    assert other.items == [] and other.history == []
+    snapshot = todos.history[0]["checklist"]
+    todos.create_todos(["다음 주문"])   # every step is done or failed: a new plan may start
+    assert todos.history[0]["checklist"] == snapshot   # history holds snapshots, not live views
+    assert todos.history[-1] == {"change": "new plan (1 step)", "checklist": "1. ☐ 다음 주문"}
+
+
+def test_the_demos_can_be_stepped_one_model_call_at_a_time():
+    agent, todos = planning_demo()
+    agent.step()
+    assert todos.checklist().startswith("1. ☐ 단가 확인") and len(todos.history) == 1
+    agent.step(), agent.step()
+    assert todos.history[-1]["change"] == "step 1 done"
+
+
+# ---------------------------------------------------------------- tools the course can describe and dispatch
+def test_every_tool_has_a_schema_and_the_default_tools_merge():
+    todos = TodoList()
+    tools = todos.tools()
+    assert list(tools) == ["create_todos", "mark_complete", "mark_failed", "replan", "show_todos"]
+    assert tool_schema(tools["create_todos"]) == {
+        "type": "object", "required": ["items"], "additionalProperties": False,
+        "properties": {"items": {"type": "array", "items": {"type": "string"},
+                                 "description": 'the steps, each one short action, e.g. ["단가 확인", "총액 계산"]; '
+                                                "at most 20."}}}
+    complete = tool_schema(tools["mark_complete"])
+    assert complete["required"] == ["index"] and complete["properties"]["note"]["default"] == ""
+    assert complete["properties"]["index"]["type"] == "integer"
+    assert tool_schema(tools["mark_failed"])["required"] == ["index", "reason"]
+    assert tool_schema(tools["replan"])["required"] == ["index", "items"]
+    assert tool_schema(tools["show_todos"])["properties"] == {}
+    merged = {**default_tools(), **tools}
+    assert [tool_spec(name, f)["name"] for name, f in merged.items()][-5:] == list(tools)
+    assert "- mark_failed(index: int, reason: str): Mark a step" in build_system_prompt(merged)
+    Agent(merged, ScriptedModel([], native_tools=True))   # native: every tool described up front, or it raises
+
+
+@pytest.mark.parametrize("name, args, phrase", [
+    ("mark_complete", {"index": True}, "argument 'index' of mark_complete must be int, got boolean"),
+    ("mark_complete", {"index": "1"}, "must be int, got string"),
+    ("mark_complete", {"index": 1.0}, "must be int, got number"),
+    ("create_todos", {"items": "단가 확인"}, "argument 'items' of create_todos must be list[str]"),
+    ("create_todos", {"items": ["ok", 3]}, "must be list[str]"),
+    ("create_todos", {"steps": ["a"]}, "unexpected argument(s) 'steps'"),
+    ("mark_failed", {"index": 1}, "missing required argument(s) 'reason'"),
+    ("replan", {"index": 1, "items": ["x"]}, "replan: step 1 has not failed"),
+    ("create_todos", {"items": ["again"]}, "create_todos: a plan is already open (2 of 2 steps still to do)"),
+    ("mark_complete", {"index": 9}, "mark_complete: there is no step 9; index must be a step number from 1 to 2"),
+])
+def test_bad_calls_become_error_observations(name, args, phrase):
+    todos = planned("단가 확인", "총액 계산")
+    obs = dispatch(todos.tools(), name, args)
+    assert obs.is_error and phrase in obs.content, obs.content
+    assert [h["change"] for h in todos.history] == ["plan created (2 steps)"]   # nothing changed
+
+
+def test_a_good_call_through_dispatch_returns_the_checklist():
+    todos = TodoList()
+    obs = dispatch(todos.tools(), "create_todos", {"items": ["단가 확인", "총액 계산"]})
+    assert not obs.is_error
+    assert obs.content == ("Plan saved (2 steps). Work through them in order and mark each one:\n"
+                           "1. ☐ 단가 확인\n2. ☐ 총액 계산")
+    obs = dispatch(todos.tools(), "mark_complete", {"index": 1})
+    assert obs.content == "Step 1 done. 1 left.\n1. ☑ 단가 확인\n2. ☐ 총액 계산"
+    assert dispatch(todos.tools(), "show_todos", {}).content == "1. ☑ 단가 확인\n2. ☐ 총액 계산"
+
+
+# ---------------------------------------------------------------- the checklist, the history, replanning
+def test_checklist_and_history_step_by_step():
+    todos = TodoList()
+    assert todos.checklist() == "(no plan yet)" and todos.history == []
+    assert todos.show_todos() == "There is no plan yet; call create_todos with the steps."
+    todos.create_todos(["a", "b", "c"])
+    assert todos.mark_failed(2, "  no\n data  ") == ("Step 2 marked failed. Replan it with new steps, or go on "
+                                                      "without it:\n1. ☐ a\n2. ✗ b — no data\n3. ☐ c")
+    assert todos.replan(2, ["b1", "b2"]) == ("Step 2 replaced by steps 3-4:\n1. ☐ a\n"
+                                             "2. ✗ b — no data (replanned below)\n3. ☐ b1\n4. ☐ b2\n5. ☐ c")
+    todos.mark_complete(5, "")
+    assert todos.left == 3
+    assert [h["change"] for h in todos.history] == ["plan created (3 steps)", "step 2 failed",
+                                                    "step 2 replanned as steps 3-4", "step 5 done"]
+    assert todos.history[-1]["checklist"] == ("1. ☐ a\n2. ✗ b — no data (replanned below)\n3. ☐ b1\n4. ☐ b2\n"
+                                              "5. ☑ c")
+    assert repr(todos) == "TodoList(5 steps: 1 done, 1 failed, 3 to do)"
+
+
+def test_a_failed_step_left_without_a_replan_closes_the_plan():
+    todos = planned("a")
+    todos.mark_failed(1, "blocked")
+    assert todos.left == 0
+    assert todos.create_todos(["b"]).startswith("Plan saved (1 step).")
+    assert todos.checklist() == "1. ☐ b"
+
+
+def test_korean_and_emoji_items_round_trip_through_the_text_protocol():
+    items = ["  서울역 출발 시각\n확인 ", "부산까지 거리 계산 🚄", "만나는 시각 정리"]
+    reply = json.dumps({"tool": "create_todos", "args": {"items": items}})   # \uXXXX escapes, as some models send
+    todos = TodoList()
+    agent = Agent(todos.tools(), ScriptedModel([reply, json.dumps(
+        {"tool": "mark_complete", "args": {"index": 2, "note": "약 400km"}}), json.dumps(
+        {"tool": "finish", "args": {"answer": "끝"}})]))
+    assert agent.run("두 열차는 언제 만날까?") == "끝"
+    assert [t.text for t in todos.items] == ["서울역 출발 시각 확인", "부산까지 거리 계산 🚄", "만나는 시각 정리"]
+    assert todos.checklist() == "1. ☐ 서울역 출발 시각 확인\n2. ☑ 부산까지 거리 계산 🚄 — 약 400km\n3. ☐ 만나는 시각 정리"
+    assert "부산까지 거리 계산 🚄" in agent.history[3]["content"]   # the observation is readable Korean
+
+
+def test_half_an_emoji_is_mended_not_kept():
+    todos = planned("bad \ud83d text")
+    assert todos.items[0].text == "bad \ufffd text"
+
+
+# ---------------------------------------------------------------- every refusal, at and just past its limits
+def test_refusals_of_create_todos():
+    todos = TodoList()
+    assert "items must be a non-empty list of steps" in refusal(todos.create_todos, [])
+    assert "items must be a non-empty list of steps" in refusal(todos.create_todos, "a, b")
+    assert "step 2 of items is empty or not text" in refusal(todos.create_todos, ["a", "   "])
+    assert "step 1 of items is empty or not text" in refusal(todos.create_todos, [7])
+    assert "21 steps more would make the plan longer than 20 steps; merge small steps" in refusal(
+        todos.create_todos, ["x"] * (MAX_TODOS + 1))
+    assert (f"step 2 is {MAX_ITEM_CHARS + 1} characters long; keep each step under {MAX_ITEM_CHARS}"
+            in refusal(todos.create_todos, ["a", "가" * (MAX_ITEM_CHARS + 1)]))
+    assert "step 1 contains control characters; send plain text" in refusal(todos.create_todos, ["a\x00b"])
+    assert "contains control characters" in refusal(todos.create_todos, ["zero\u200bwidth"])
+    assert todos.history == []   # no refused call changed anything
+    todos.create_todos(["가" * MAX_ITEM_CHARS] + ["x"] * (MAX_TODOS - 1))   # exactly at both limits
+    assert len(todos.items) == MAX_TODOS
+
+
+def test_a_second_plan_is_refused_while_one_is_open():
+    todos = planned("a", "b")
+    todos.mark_complete(1)
+    message = refusal(todos.create_todos, ["c"])
+    assert message.startswith("a plan is already open (1 of 2 steps still to do)")
+    assert "mark_failed a step and replan it" in message
+    assert [t.text for t in todos.items] == ["a", "b"]
+
+
+@pytest.mark.parametrize("method", ["mark_complete", "mark_failed", "replan"])
+def test_no_plan_yet(method):
+    todos = TodoList()
+    args = {"mark_complete": (1,), "mark_failed": (1, "x"), "replan": (1, ["x"])}[method]
+    assert "there is no plan yet; call create_todos with the steps first" in refusal(getattr(todos, method), *args)
+
+
+@pytest.mark.parametrize("index", [0, 3, -1, True, False, 1.0, "1", None])
+def test_index_must_be_a_step_number(index):
+    todos = planned("a", "b")
+    message = refusal(todos.mark_complete, index)
+    assert "index must be a step number from 1 to 2" in message and message.startswith("there is no step ")
+    assert todos.left == 2
+
+
+def test_refusals_of_marking():
+    todos = planned("a", "b", "c")
+    todos.mark_complete(1, "ok")
+    assert "step 1 is already done; mark a step still to do, or call show_todos" in refusal(todos.mark_complete, 1)
+    assert "step 1 is already done" in refusal(todos.mark_failed, 1, "late")
+    todos.mark_failed(2, "blocked")
+    assert "step 2 failed; replan it with new steps instead of marking it done" in refusal(todos.mark_complete, 2)
+    assert "step 2 is already failed" in refusal(todos.mark_failed, 2, "again")
+    assert "reason must be plain text" in refusal(todos.mark_failed, 3, "   ")
+    assert "say in a few words why the step cannot be done" in refusal(todos.mark_failed, 3, None)
+    assert f"note must be plain text of at most {MAX_NOTE_CHARS} characters" in refusal(
+        todos.mark_complete, 3, "n" * (MAX_NOTE_CHARS + 1))
+    assert "note must be plain text" in refusal(todos.mark_complete, 3, 42)
+    assert "note must be plain text" in refusal(todos.mark_complete, 3, "bell\x07")
+    assert [h["change"] for h in todos.history] == ["plan created (3 steps)", "step 1 done", "step 2 failed"]
+    todos.mark_complete(3, "n" * MAX_NOTE_CHARS)   # exactly at the limit
+    assert todos.items[2].note == "n" * MAX_NOTE_CHARS
+
+
+def test_refusals_of_replan():
+    todos = planned("a", "b")
+    assert ("step 1 has not failed; call mark_failed(1, reason) first, so the plan records why"
+            in refusal(todos.replan, 1, ["x"]))
+    todos.mark_failed(1, "blocked")
+    assert "items must be a non-empty list" in refusal(todos.replan, 1, [])
+    assert "19 steps more would make the plan longer than 20 steps" in refusal(todos.replan, 1, ["x"] * 19)
+    todos.replan(1, ["x"] * (MAX_TODOS - 2))   # the plan is now exactly full
+    assert len(todos.items) == MAX_TODOS
+    assert "step 1 was already replanned; work on the steps after it" in refusal(todos.replan, 1, ["y"])
+    todos.mark_failed(2, "blocked too")
+    assert "1 step more would make the plan longer than 20 steps" in refusal(todos.replan, 2, ["z"])
+
+
+# ---------------------------------------------------------------- verdicts
+@pytest.mark.parametrize("text, verdict", [
+    ('{"ok": true}', Verdict(True)),
+    ('{"ok": true, "feedback": "good"}', Verdict(True, "good")),
+    ('{"ok": false, "feedback": "Say whether\\n shipping is free."}', Verdict(False, "Say whether shipping is free.")),
+    ('Looks right.\n```json\n{"ok": true}\n```', Verdict(True)),
+    ('<think>{"ok": false, "feedback": "draft"}</think>{"ok": true}', Verdict(True)),
+    ('Set {a} first, then {"note": 1} and {"ok": false, "feedback": "배송비를 빠뜨림"}',
+     Verdict(False, "배송비를 빠뜨림")),
+])
+def test_parse_verdict_reads_the_first_object_with_ok(text, verdict):
+    assert parse_verdict(text) == verdict
+
+
+@pytest.mark.parametrize("text, note", [
+    ("", "the critic's reply was empty"),
+    ("   ", "the critic's reply was empty"),
+    (None, "the critic's reply was empty"),
+    ("Yes, this is fine.", 'held no JSON object with "ok"'),
+    ('{"ok": tru}', 'held no JSON object with "ok"'),
+    ('{"ok": "yes"}', '"ok" must be true or false, not "yes"'),
+    ('{"ok": 1}', '"ok" must be true or false, not 1'),
+    ('{"ok": false}', 'a rejection needs "feedback" text'),
+    ('{"ok": false, "feedback": "  "}', 'a rejection needs "feedback" text'),
+    ('{"ok": false, "feedback": ["x"]}', 'a rejection needs "feedback" text'),
+    ("{" * 1_000_000, 'held no JSON object with "ok"'),
+    ('{"ok": ' + "[" * 100_000, 'held no JSON object with "ok"'),
+    ("{}" * 60 + '{"ok": true}', 'held no JSON object with "ok"'),   # only the first 50 braces are tried
+])
+def test_parse_verdict_never_raises_and_says_what_was_wrong(text, note):
+    verdict = parse_verdict(text)
+    assert verdict.ok is False and note in verdict.note
+
+
+def test_feedback_is_cut_to_its_limit():
+    verdict = parse_verdict(json.dumps({"ok": False, "feedback": "x" * 5000}))
+    assert verdict.feedback == "x" * MAX_FEEDBACK_CHARS
+
+
+def test_the_critic_sees_only_the_goal_and_the_answer():
+    seen = []
+    assert ask_critic(lambda messages: seen.append(messages) or '{"ok": true}', "목표", "답") == Verdict(True)
+    assert seen == [[{"role": "system", "content": CRITIC_PROMPT},
+                     {"role": "user", "content": "Goal:\n목표\n\nAnswer:\n답"}]]
+
+
+# ---------------------------------------------------------------- the evaluator–optimiser loop
+@pytest.mark.parametrize("native", [False, True])
+def test_refine_demo_rejects_then_accepts(native):
+    agent, critic = refine_demo(native)
+    result = refine(agent, agent.goal, critic)
+    assert result == Refined(answer=PLAN_ANSWER, accepted=True, stop_reason="accepted", rounds=2,
+                             answers=["총액은 $720입니다. (The total is $720.)", PLAN_ANSWER],
+                             verdicts=[Verdict(False, "The goal also asks whether shipping is free; look up the "
+                                                      "shipping terms and say so."), Verdict(True)])
+    assert [t["stop_reason"] for t in agent.turns] == ["finish", "finish"]
+    assert agent.turns[1]["message"] == (
+        "A reviewer checked your answer against the goal and did not accept it: The goal also asks whether shipping "
+        "is free; look up the shipping terms and say so.\nImprove the answer and give it again in full.")
+    assert agent.history[1] == {"role": "user", "content": PLAN_GOAL}   # one history: the feedback continued it
+    assert [c[1]["content"] for c in critic.calls] == [f"Goal:\n{PLAN_GOAL}\n\nAnswer:\n{a}" for a in result.answers]
+
+
+def critic_of(*replies):
+    return ScriptedModel(list(replies))
+
+
+def two_answer_agent(*answers):
+    return Agent({}, ScriptedModel([json.dumps({"tool": "finish", "args": {"answer": a}}) for a in answers]))
+
+
+REJECT = '{"ok": false, "feedback": "more detail"}'
+
+
+def test_a_critic_that_never_accepts_stops_at_the_round_cap():
+    agent, critic = two_answer_agent("a1", "a2", "a3", "a4"), critic_of(REJECT, REJECT, REJECT, REJECT)
+    result = refine(agent, "goal", critic, rounds=3)
+    assert (result.accepted, result.stop_reason, result.rounds, result.answer) == (False, "rounds", 3, "a3")
+    assert result.answers == ["a1", "a2", "a3"] and result.verdicts == [Verdict(False, "more detail")] * 3
+    assert len(critic.calls) == 3 and len(agent.turns) == 3 and agent.model.remaining == 1
+
+
+def test_one_round_means_one_answer_and_no_chat():
+    agent, critic = two_answer_agent("a1", "a2"), critic_of(REJECT)
+    result = refine(agent, "goal", critic, rounds=1)
+    assert (result.stop_reason, result.rounds, result.answers) == ("rounds", 1, ["a1"])
+    assert len(agent.turns) == 1 and len(critic.calls) == 1
+    assert refine(two_answer_agent("a1"), "goal", critic_of('{"ok": true}'), rounds=1).accepted is True
+
+
+@pytest.mark.parametrize("rounds", [0, -1, True, 1.5, "2", None])
+def test_rounds_must_be_a_positive_whole_number(rounds):
+    with pytest.raises(ValueError, match="rounds must be a whole number, 1 or more"):
+        refine(two_answer_agent("a1"), "goal", critic_of('{"ok": true}'), rounds=rounds)
+
+
+def test_an_unreadable_verdict_stops_the_loop():
+    agent, critic = two_answer_agent("a1", "a2"), critic_of("Seems fine, mostly.")
+    result = refine(agent, "goal", critic, rounds=5)
+    assert (result.accepted, result.stop_reason, result.rounds, result.answer) == (False, "critic_unreadable", 1, "a1")
+    assert 'held no JSON object with "ok"' in result.verdicts[0].note and len(agent.turns) == 1
+
+
+def test_a_critic_that_raises_stops_the_loop_with_its_error():
+    def broken(messages):
+        raise RuntimeError("critic offline")
+    result = refine(two_answer_agent("a1", "a2"), "goal", broken, rounds=3)
+    assert (result.stop_reason, result.accepted, result.rounds) == ("critic_error", False, 1)
+    assert result.verdicts == [Verdict(False, note="the critic failed: RuntimeError: critic offline")]
+
+
+def test_a_critic_model_that_runs_out_or_refuses_stops_the_loop():
+    result = refine(two_answer_agent("a1", "a2", "a3"), "goal", critic_of(REJECT), rounds=3)
+    assert (result.stop_reason, result.rounds, result.answer) == ("critic_error", 2, "a2")
+    assert result.verdicts[1].note.startswith("the critic failed: ModelError: the script ran out")
+    refused = refine(two_answer_agent("a1"), "goal", critic_of({"stop": "refused", "text": "no"}))
+    assert refused.verdicts[0].note == "the critic failed: it stopped without a verdict (refused)"
+    assert refused.stop_reason == "critic_error"
+
+
+def test_an_agent_that_stops_without_an_answer_ends_the_loop():
+    agent = Agent({}, ScriptedModel([json.dumps({"tool": "finish", "args": {"answer": "a1"}}), ModelError("down")]))
+    critic = critic_of(REJECT, '{"ok": true}')
+    result = refine(agent, "goal", critic, rounds=3)
+    assert (result.stop_reason, result.rounds, result.answer, result.answers) == ("agent_stopped", 2, "a1", ["a1"])
+    assert len(critic.calls) == 1
+    first = refine(Agent({}, ScriptedModel([])), "goal", critic_of('{"ok": true}'))
+    assert first.stop_reason == "agent_stopped" and first.answers == [] and "script ran out" in first.answer
+
+
+def test_a_bare_model_is_wrapped_in_an_agent_with_the_given_tools():
+    model = ScriptedModel(script([("calculator", {"expression": "24*30"})], "720"))
+    result = refine(model, "24×30?", lambda messages: '{"ok": true}', tools={"calculator": default_tools()["calculator"]})
+    assert result.accepted and result.answer == "720" and len(model.calls) == 2
