@@ -35,10 +35,12 @@ PACKAGE = Path(course_lib.__file__).parent
 # A red-team round grew safety.py: Unicode-aware taint, a time limit that ends the tool's whole process group
 # (nested limits too), and a budget that records each call so trimming the history cannot hide spending.
 # retrieval.py (stage 11, issue 14) reads the workspace with read_file's rules and bounds, and its tool bounds its output;
-# planning.py holds two patterns (a todo checklist with replanning, the evaluator-optimiser loop) with their demos. approval.py names
+# planning.py holds two patterns (a todo checklist with replanning, the evaluator-optimiser loop) with their demos;
+# evaluation.py (stage 12) four answer checks, trajectory checks, a judge with its failure modes, three scripted
+# stand-ins of different quality and a concurrent runner with retries. approval.py names
 # what it asks about (a write, or a tool call under a stage-09 policy).
 BUDGETS = {"tools.py": 390, "registry.py": 80, "describe.py": 190, "parsing.py": 150,
-           "dispatch.py": 190, "agent.py": 365, "safety.py": 445, "memory.py": 400, "retrieval.py": 265, "planning.py": 310, "orchestration.py": 200, "models/base.py": 175, "models/scripted.py": 125,
+           "dispatch.py": 190, "agent.py": 365, "safety.py": 445, "memory.py": 400, "retrieval.py": 265, "planning.py": 310, "orchestration.py": 200, "evaluation.py": 390, "models/base.py": 175, "models/scripted.py": 125,
            "models/anthropic.py": 155, "models/openai.py": 120, "models/catalog.py": 265,
            "models/remote.py": 135, "standin.py": 570, "courseware/cli.py": 350, "__init__.py": 45, "courseware/livecheck.py": 140, "courseware/grader.py": 665, "courseware/sandbox.py": 110,
            "courseware/checks.py": 470, "courseware/injection_lab.py": 180, "courseware/grading.py": 100, "courseware/exercises/__init__.py": 10, "courseware/__init__.py": 10,
@@ -50,7 +52,7 @@ STAGES = {"tools.py": "Stage 01", "registry.py": "Stage 02", "describe.py": "Sta
           "parsing.py": "Stage 04", "dispatch.py": "Stage 05", "agent.py": "Stage 06",
           "models/scripted.py": "Stage 07", "models/anthropic.py": "Stage 08", "models/openai.py": "Stage 08",
           "standin.py": "Stage 08", "safety.py": "Stage 09", "memory.py": "Stage 10", "retrieval.py": "Stage 11", "planning.py": "Stage 11",
-          "orchestration.py": "Stage 11"}
+          "orchestration.py": "Stage 11", "evaluation.py": "Stage 12"}
 
 
 def test_every_module_has_a_budget():
@@ -113,7 +115,7 @@ def test_ls_course_lib_reads_as_the_stage_map():
     course_lib/courseware/ (SPEC §3)."""
     top = sorted(p.name for p in PACKAGE.iterdir() if not p.name.startswith(("_", ".")) or p.name == "__init__.py")
     assert top == ["__init__.py", "agent.py", "approval.py", "courseware", "data", "describe.py", "dispatch.py",
-                   "memory.py", "models", "orchestration.py", "parsing.py", "planning.py", "registry.py",
+                   "evaluation.py", "memory.py", "models", "orchestration.py", "parsing.py", "planning.py", "registry.py",
                    "retrieval.py", "safety.py", "standin.py", "tools.py"]
     machinery = {p.stem for p in (PACKAGE / "courseware").glob("*.py")} - {"__init__"}
     assert machinery == {"checks", "cli", "grader", "grading", "injection_lab", "livecheck", "plots", "sandbox",

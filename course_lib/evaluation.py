@@ -1,0 +1,385 @@
+"""Stage 12 — evaluation: a task suite as data, graders for the answer and the path to it, and a runner that
+measures pass rates, steps, tokens and cost per task.
+
+Adds: ``load_tasks()`` reads ``data/eval_tasks.json``: each task has an ``id``, a ``goal``, an answer ``check``
+(``exact``, ``number`` within a ``tolerance``, ``contains``, ``regex``), optional ``required_tools`` and
+``forbidden_tools``, ``max_steps`` and an optional ``max_cost`` (dollars at the example prices). Graders:
+``grade_answer(task, answer)``, ``grade_trajectory(task, agent)`` (tools used, finished within the steps, cost)
+and ``judge_answer(task, answer, judge)``, a model as judge that replies with stage 11's JSON verdict; the
+scripted judges ``lenient_judge``, ``length_judge`` and ``chatty_judge`` show how judges fail
+(``judge_demo()``). ``careful``, ``sloppy`` and ``looping`` are scripted stand-ins, not models: each replays the
+task's reference calls (``careful`` as written, ``sloppy`` with the wrong tool and left-to-right arithmetic,
+``looping`` stuck on its first call). ``run_suite`` runs every task (× ``repeat``) with its own Agent, ``jobs``
+at a time, in task order; a simulated ``latency_ms`` per model call shows what concurrency buys, rate limits are
+retried with backoff (``with_retries``), and a model that raises is a failed run, never a crash.
+``summarise`` gives pass rate, pass^k, steps, tokens and cost; ``compare`` names regressions and fixes.
+
+Leaves out: statistics (confidence intervals, how many repeats are enough), graders that run code or read
+files the agent wrote, a human-labelled set to check the judge against, and tokens the provider did not report
+(they are estimated with stage 10's rules of thumb, so costs are estimates at example prices).
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+import unicodedata
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from . import default_tools
+from .agent import Agent
+from .models.base import ModelError, Reply
+from .planning import ask_critic
+from .safety import Budget
+
+TASKS_FILE = Path(__file__).parent / "data" / "eval_tasks.json"
+CHECKS = ("exact", "number", "contains", "regex")
+_NUMBER = re.compile(r"(?<![\d.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")   # 255,000 and 3.5; "3일" is 3
+
+
+# ---------------------------------------------------------------- the suite as data
+def load_tasks(path=None) -> list[dict]:
+    """The tasks in ``path`` (default: the course's suite), each checked: a mistake in the data is a ValueError."""
+    tasks = json.loads(Path(path or TASKS_FILE).read_text(encoding="utf-8"))
+    seen = set()
+    for task in tasks:
+        check_task(task)
+        if task["id"] in seen:
+            raise ValueError(f"two tasks have the id {task['id']!r}")
+        seen.add(task["id"])
+    return tasks
+
+
+def check_task(task) -> None:
+    """Raise ValueError naming the task and what is wrong with it; return None if it can be run and graded."""
+    name = task.get("id") if isinstance(task, dict) else None
+    problem = _task_problem(task) if isinstance(name, str) and name else "a task needs an 'id' (text)"
+    if problem:
+        raise ValueError(f"task {name!r}: {problem}")
+
+
+def _task_problem(task: dict) -> str | None:
+    check, tools = task.get("check"), task.get("required_tools", []) + task.get("forbidden_tools", [])
+    if not isinstance(task.get("goal"), str) or not task["goal"].strip():
+        return "'goal' must be non-empty text"
+    if not isinstance(check, dict) or check.get("type") not in CHECKS:
+        return f"'check' must be a dict whose 'type' is one of {', '.join(CHECKS)}"
+    if check["type"] == "number" and not (_is_number(check.get("value")) and _is_number(check.get("tolerance", 0))
+                                          and check.get("tolerance", 0) >= 0):
+        return "a number check needs a numeric 'value' and a 'tolerance' of 0 or more"
+    values = check.get("value") if isinstance(check.get("value"), list) else [check.get("value")]
+    if check["type"] in ("exact", "contains") and not (values and all(isinstance(v, str) and v for v in values)):
+        return f"an {check['type']} check needs a 'value': text (for contains, a list of texts also works)"
+    if check["type"] == "regex":
+        try:
+            re.compile(check.get("pattern"))
+        except (re.error, TypeError) as e:
+            return f"the regex 'pattern' does not compile: {e}"
+    if type(task.get("max_steps")) is not int or task["max_steps"] < 1:
+        return "'max_steps' must be a positive whole number"
+    if "max_cost" in task and not (_is_number(task["max_cost"]) and task["max_cost"] > 0):
+        return "'max_cost' must be a positive number of dollars"
+    if not all(isinstance(t, str) for t in tools) or set(task.get("required_tools", [])) & set(
+            task.get("forbidden_tools", [])):
+        return "'required_tools' and 'forbidden_tools' are lists of tool names, and no tool is in both"
+    return None
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+# ---------------------------------------------------------------- graders
+def _norm(text) -> str:   # NFC: Hangul typed on one system and decomposed on another compares equal
+    return unicodedata.normalize("NFC", "" if text is None else str(text)).strip()
+
+
+def first_number(text) -> float | None:
+    """The first number in ``text`` (commas as thousands separators), or None: ``"255,000원"`` → 255000."""
+    found = _NUMBER.search(_norm(text))
+    return float(found.group().replace(",", "")) if found else None
+
+
+def grade_answer(task: dict, answer) -> dict:
+    """``{"passed": bool, "why": str}`` for ``answer`` under ``task["check"]``: ``exact`` (after trimming
+    spaces), ``number`` (the answer's first number within ``tolerance``), ``contains`` (every text, ignoring
+    case) or ``regex`` (``re.search``: anchor it with ^ and $ to match the whole answer)."""
+    check, text = task["check"], _norm(answer)
+    kind = check["type"]
+    if kind == "exact":
+        ok = text == _norm(check["value"])
+    elif kind == "number":
+        got, want, tol = first_number(text), check["value"], check.get("tolerance", 0)
+        if got is None:
+            return {"passed": False, "why": f"no number in the answer; expected {describe_check(check)}"}
+        ok = abs(got - want) <= tol + 1e-9 * max(1.0, abs(want))   # 3.6 - 3.5 is 0.10000000000000009
+        return {"passed": ok, "why": f"found {got:g}; expected {describe_check(check)}"}
+    elif kind == "contains":
+        values = check["value"] if isinstance(check["value"], list) else [check["value"]]
+        missing = [v for v in values if _norm(v).casefold() not in text.casefold()]
+        return {"passed": not missing, "why": f"missing {missing}" if missing else "contains every expected text"}
+    else:
+        ok = re.search(check["pattern"], text) is not None
+    return {"passed": ok, "why": ("" if ok else "not ") + describe_check(check)}
+
+
+def describe_check(check: dict) -> str:
+    """The check in words, for a grade's ``why`` and for a judge."""
+    kind = check["type"]
+    return {"exact": lambda: f"exactly {check['value']!r}",
+            "number": lambda: f"the number {check['value']:g} (± {check.get('tolerance', 0):g})",
+            "contains": lambda: f"text containing {check['value']!r}",
+            "regex": lambda: f"text matching the pattern {check['pattern']!r}"}[kind]()
+
+
+def tools_used(agent) -> list[str]:
+    return [run.tool for step in agent.trace for run in step.runs]
+
+
+def cost_of(agent) -> dict:
+    """Tokens in and out and their cost at the example prices: reported usage, else stage 10's estimate."""
+    return Budget(max_cost=1.0).spent(agent)
+
+
+def grade_trajectory(task: dict, agent) -> dict:
+    """``{"passed": bool, "why": str}``: every required tool used, no forbidden one, the run finished within
+    ``max_steps``, and cost no more than ``max_cost``."""
+    used, problems = tools_used(agent), []
+    missing = [t for t in task.get("required_tools", []) if t not in used]
+    banned = sorted(set(used) & set(task.get("forbidden_tools", [])))
+    if missing:
+        problems.append(f"never called {', '.join(missing)}")
+    if banned:
+        problems.append(f"called forbidden {', '.join(banned)}")
+    if agent.stop_reason != "finish":
+        problems.append(f"did not finish (stop reason {agent.stop_reason!r})")
+    if agent.steps > task["max_steps"]:
+        problems.append(f"took {agent.steps} steps, over {task['max_steps']}")
+    cost = cost_of(agent)["cost"]
+    if task.get("max_cost") and cost > task["max_cost"]:
+        problems.append(f"cost ${cost:.5f}, over ${task['max_cost']:.5f}")
+    return {"passed": not problems, "why": "; ".join(problems) or f"finished in {agent.steps} steps"}
+
+
+def judge_answer(task: dict, answer, judge) -> dict:
+    """A model as judge: ``judge`` (a model, or ``f(messages) -> str``) sees the goal, what was expected and the
+    answer, and replies with a JSON verdict (stage 11's ``{"ok": ..., "feedback": ...}``). ``readable`` is
+    False when no verdict could be read, which counts as not passed."""
+    verdict = ask_critic(judge, f"{task['goal']}\n\nExpected: {describe_check(task['check'])}", _norm(answer))
+    return {"passed": verdict.ok, "why": verdict.note or verdict.feedback or "the judge accepted it",
+            "readable": verdict.note is None}
+
+
+# Scripted judges that fail the way real ones do. Each reads only the prompt, as a model would.
+def _judged(messages) -> str:
+    return messages[-1]["content"].rpartition("Answer:\n")[2]
+
+
+def _verdict(ok: bool, feedback: str = "") -> str:
+    return json.dumps({"ok": ok, **({} if ok else {"feedback": feedback})})
+
+
+def lenient_judge(messages) -> str:
+    """Accepts any answer that sounds sure of itself: a confident wrong answer passes, an honest "cannot" fails."""
+    hedges = ("not sure", "cannot", "can't", "might", "maybe", "unknown", "모르", "없습니다")
+    hedged = any(h in _judged(messages).casefold() for h in hedges)
+    return _verdict(not hedged, "the answer is not confident")
+
+
+def length_judge(messages) -> str:
+    """Swayed by length: 40 characters or more passes, whatever they say; a short right answer fails."""
+    return _verdict(len(_judged(messages)) >= 40, "the answer is too brief to be complete")
+
+
+def chatty_judge(messages) -> str:
+    """Never gives a verdict in the asked-for format: every grade is unreadable."""
+    return "Looks good to me! The agent clearly tried hard, so I would give it a pass."
+
+
+def judge_demo(tasks=None) -> list[dict]:
+    """Rule-based grade vs each scripted judge on answers chosen to expose them: one row per (answer, judge)."""
+    by_id = {t["id"]: t for t in (tasks or load_tasks())}
+    cases = [("unit-price-7", "168 dollars."), ("unit-price-7", "Definitely 186 dollars: seven units at $24 each, "
+                                                                "I checked the price list carefully."),
+             ("divide-by-zero", "It cannot be computed: division by zero is undefined."), ("power-of-two", "1024")]
+    rows = []
+    for task_id, answer in cases:
+        rule = grade_answer(by_id[task_id], answer)["passed"]
+        for judge in (lenient_judge, length_judge, chatty_judge):
+            verdict = judge_answer(by_id[task_id], answer, judge)
+            rows.append({"task": task_id, "answer": answer, "judge": judge.__name__, "rule": rule,
+                         "judge_says": verdict["passed"], "agrees": verdict["passed"] == rule, "why": verdict["why"]})
+    return rows
+
+
+# ---------------------------------------------------------------- scripted stand-ins of different quality
+def _act(tool: str, args: dict) -> str:
+    return json.dumps({"tool": tool, "args": args}, ensure_ascii=False)
+
+
+def _last_number(messages):
+    """The newest observation that is a bare number (a calculator result), as an int or float."""
+    for m in reversed(messages):
+        text = str(m.get("content") or "").removeprefix("Observation: ").strip()
+        if m["role"] == "user" and re.fullmatch(r"-?\d+(\.\d+)?(e[-+]?\d+)?", text):
+            return int(text) if text.lstrip("-").isdigit() else float(text)
+    return None
+
+
+def left_to_right(expression: str) -> str:
+    """The expression as a careless reader computes it, left to right, ignoring precedence and parentheses:
+    ``15 + 24*3`` → ``((15+24)*3)``."""
+    tokens = re.findall(r"\d+(?:\.\d+)?|\*\*|//|[-+*/%]", expression)
+    out = tokens[0] if tokens else expression
+    for op, number in zip(tokens[1::2], tokens[2::2]):
+        out = f"({out}{op}{number})"
+    return out
+
+
+def _solver(task: dict, style: str):
+    calls, answer = task["reference"]["calls"], task["reference"]["answer"]
+
+    def model(messages) -> str:
+        turn = sum(m["role"] == "assistant" for m in messages)
+        if style == "looping":
+            return _act(*calls[0])
+        if turn >= len(calls):
+            return _act("finish", {"answer": answer.format(result=_last_number(messages))})
+        tool, args = calls[turn]
+        if style == "sloppy" and tool == "lookup":          # the wrong tool for a known fact
+            tool, args = "search_docs", {"query": args["topic"]}
+        elif style == "sloppy" and tool == "calculator":    # arithmetic without precedence
+            args = {"expression": left_to_right(args["expression"])}
+        return _act(tool, args)
+    model.__name__ = model.__qualname__ = f"{style}({task['id']})"
+    return model
+
+
+def careful(task: dict):
+    """A scripted stand-in (not a model): makes the task's reference calls, then answers from the result."""
+    return _solver(task, "careful")
+
+
+def sloppy(task: dict):
+    """A scripted stand-in: searches documents instead of looking facts up, and computes left to right."""
+    return _solver(task, "sloppy")
+
+
+def looping(task: dict):
+    """A scripted stand-in: repeats the task's first call until the step cap stops it."""
+    return _solver(task, "looping")
+
+
+SCRIPTED = {"careful": careful, "sloppy": sloppy, "looping": looping}
+
+
+# ---------------------------------------------------------------- running the suite
+class RateLimitError(ModelError):
+    """The provider asked us to slow down (HTTP 429): worth a retry after a pause, unlike other failures."""
+
+
+def is_rate_limit(error: BaseException) -> bool:
+    """A RateLimitError, or a ModelError saying "rate limit" (a key without quota is no rate limit)."""
+    text = str(error).lower()
+    if isinstance(error, RateLimitError) or isinstance(error.__cause__, RateLimitError):   # kept as the cause
+        return True
+    return (isinstance(error, ModelError) and "not a rate limit" not in text
+            and re.search(r"rate[- ]limit", text) is not None)
+
+
+class with_retries:
+    """``model`` with a simulated ``latency_ms`` before each call, rate limits retried ``retries`` times after
+    ``backoff``, 2 × ``backoff``, 4 × ... seconds, and any other exception turned into a ModelError (the agent
+    then stops cleanly). ``retried`` counts the retries."""
+
+    def __init__(self, model, *, retries: int = 3, backoff: float = 0.5, latency_ms: float = 0, sleep=time.sleep):
+        self.model, self.retries, self.backoff, self.latency_ms, self.sleep = model, retries, backoff, latency_ms, sleep
+        self.native_tools, self.retried = getattr(model, "native_tools", False), 0
+
+    def complete(self, messages, tools=None) -> Reply:
+        for attempt in range(self.retries + 1):
+            if self.latency_ms:
+                time.sleep(self.latency_ms / 1000)
+            try:
+                complete = getattr(self.model, "complete", None)
+                return Reply.coerce(complete(messages, tools) if complete else self.model(messages))
+            except Exception as e:   # KeyboardInterrupt still stops everything
+                error = e if isinstance(e, ModelError) else ModelError(f"{type(e).__name__}: {e}")
+                if not is_rate_limit(error) or attempt == self.retries:
+                    raise error from (None if error is e else e)
+                self.retried += 1
+                self.sleep(self.backoff * 2 ** attempt)
+
+
+def run_task(task: dict, make_model, *, repeat: int = 0, latency_ms: float = 0, retries: int = 3,
+             backoff: float = 0.5, tools=None) -> dict:
+    """One run of ``task`` with a fresh Agent and ``make_model(task)``; the result record (never raises)."""
+    start, agent, model, error = time.perf_counter(), None, None, None
+    try:
+        model = with_retries(make_model(task), retries=retries, backoff=backoff, latency_ms=latency_ms)
+        budget = Budget(max_cost=task["max_cost"]) if task.get("max_cost") else None
+        agent = Agent(default_tools() if tools is None else tools, model, task["max_steps"], budget=budget)
+        agent.run(task["goal"])
+    except Exception as e:   # make_model or the agent itself failed: a failed run with the reason
+        error = f"{type(e).__name__}: {e}"
+    if agent is not None and agent.stop_reason in ("model_error", None):
+        error = error or agent.answer
+    answer = agent.answer if agent is not None and agent.stop_reason == "finish" else None
+    graded = grade_answer(task, answer) if answer is not None else {"passed": False, "why": "no answer"}
+    path = grade_trajectory(task, agent) if agent is not None and agent.done else {"passed": False, "why": error}
+    spent = cost_of(agent) if agent is not None else {"input_tokens": 0, "output_tokens": 0, "cost": 0.0}
+    return {"task": task["id"], "repeat": repeat, "passed": graded["passed"] and path["passed"],
+            "answer_ok": graded["passed"], "trajectory_ok": path["passed"], "why": [graded["why"], path["why"]],
+            "answer": answer, "steps": agent.steps if agent else 0, "input_tokens": spent["input_tokens"],
+            "output_tokens": spent["output_tokens"], "cost": spent["cost"],
+            "stop_reason": agent.stop_reason if agent else None, "error": error,
+            "retries": model.retried if model else 0, "seconds": time.perf_counter() - start,
+            "transcript": agent.transcript() if agent else None}
+
+
+def run_suite(tasks, make_model, *, jobs: int = 1, repeat: int = 1, latency_ms: float = 0, on_result=None,
+              retries: int = 3, backoff: float = 0.5, tools=None) -> list[dict]:
+    """Run every task ``repeat`` times, ``jobs`` at a time (threads: the time goes in waiting for the model);
+    results in task order (then repeat), whatever order they finish in. ``on_result(result)`` is called as
+    each run finishes, in the calling thread."""
+    if type(jobs) is not int or jobs < 1 or type(repeat) is not int or repeat < 1:
+        raise ValueError(f"jobs and repeat must be positive whole numbers, not {jobs!r} and {repeat!r}")
+    runs = [(task, r) for task in tasks for r in range(repeat)]
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run_task, task, make_model, repeat=r, latency_ms=latency_ms, retries=retries,
+                               backoff=backoff, tools=tools) for task, r in runs]
+        for future in as_completed(futures):
+            if on_result is not None:
+                on_result(future.result())
+    return [f.result() for f in futures]
+
+
+def summarise(results: list[dict]) -> dict:
+    """Pass rate over runs; pass^k: the share of tasks whose k repeats all passed; steps, tokens and cost."""
+    by_task = defaultdict(list)
+    for r in results:
+        by_task[r["task"]].append(r["passed"])
+    runs, tokens_in, tokens_out = len(results), sum(r["input_tokens"] for r in results), sum(
+        r["output_tokens"] for r in results)
+    return {"runs": runs, "tasks": len(by_task), "k": max(map(len, by_task.values()), default=0),
+            "passed": sum(r["passed"] for r in results),
+            "pass_rate": sum(r["passed"] for r in results) / runs if runs else 0.0,
+            "pass^k": sum(all(p) for p in by_task.values()) / len(by_task) if by_task else 0.0,
+            "mean_steps": sum(r["steps"] for r in results) / runs if runs else 0.0,
+            "input_tokens": tokens_in, "output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out,
+            "cost": sum(r["cost"] for r in results), "stop_reasons": dict(Counter(r["stop_reason"] for r in results))}
+
+
+def compare(old: list[dict], new: list[dict]) -> list[dict]:
+    """Tasks whose share of passing runs changed: ``regression`` (lower now) or ``fix`` (higher), in task order."""
+    def rates(results):
+        by_task = defaultdict(list)
+        for r in results:
+            by_task[r["task"]].append(r["passed"])
+        return {task: sum(p) / len(p) for task, p in by_task.items()}
+    before, after = rates(old), rates(new)
+    return [{"task": task, "change": "regression" if after[task] < before[task] else "fix",
+             "before": before[task], "after": after[task]}
+            for task in before if task in after and after[task] != before[task]]

@@ -1,0 +1,295 @@
+"""Stage 12 — evaluation: answer checks at their edges, trajectory checks, the judge and its failure modes,
+the runner (order, concurrency, retries, a raising model), summaries and comparisons."""
+import json
+import time
+
+import pytest
+
+from course_lib import ScriptedModel
+from course_lib.agent import Agent
+from course_lib.evaluation import (CHECKS, SCRIPTED, RateLimitError, careful, chatty_judge, check_task, compare,
+                                   first_number, grade_answer, grade_trajectory, is_rate_limit, judge_answer,
+                                   judge_demo, left_to_right, length_judge, lenient_judge, load_tasks, looping,
+                                   run_suite, run_task, sloppy, summarise, with_retries)
+from course_lib.models.base import ModelError
+
+TASKS = load_tasks()
+BY_ID = {t["id"]: t for t in TASKS}
+
+
+def task(check, **extra):
+    return {"id": "t", "goal": "g", "check": check, "max_steps": 4, **extra}
+
+
+def act(tool, **args):
+    return json.dumps({"tool": tool, "args": args}, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------- the suite as data
+def test_suite_is_large_enough_korean_and_valid():
+    assert len(TASKS) >= 15
+    assert sum(any("\uac00" <= c <= "\ud7a3" for c in t["goal"]) for t in TASKS) >= 4
+    assert {t["check"]["type"] for t in TASKS} == set(CHECKS)
+    assert any(t.get("forbidden_tools") for t in TASKS) and any(t.get("max_cost") for t in TASKS)
+
+
+@pytest.mark.parametrize("bad, phrase", [
+    ({"goal": "g", "check": {"type": "exact", "value": "1"}, "max_steps": 2}, "needs an 'id'"),
+    (task({"type": "fuzzy"}), "one of exact, number, contains, regex"),
+    (task({"type": "number", "value": 1, "tolerance": -0.1}), "tolerance"),
+    (task({"type": "regex", "pattern": "("}), "does not compile"),
+    (task({"type": "contains", "value": []}), "needs a 'value'"),
+    (task({"type": "exact", "value": "1"}, max_steps=0), "max_steps"),
+    (task({"type": "exact", "value": "1"}, max_cost=0), "max_cost"),
+    (task({"type": "exact", "value": "1"}, required_tools=["lookup"], forbidden_tools=["lookup"]), "in both"),
+])
+def test_a_broken_task_is_refused_with_a_sentence(bad, phrase):
+    with pytest.raises(ValueError, match=phrase):
+        check_task(bad)
+
+
+def test_duplicate_ids_are_refused(tmp_path):
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps([TASKS[0], TASKS[0]], ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(ValueError, match="two tasks have the id"):
+        load_tasks(path)
+
+
+# ---------------------------------------------------------------- answer checks at their edges
+def passes(check, answer):
+    return grade_answer(task(check), answer)["passed"]
+
+
+def test_exact_trims_spaces_but_nothing_else():
+    check = {"type": "exact", "value": "1024"}
+    assert passes(check, " 1024\n") and not passes(check, "1024.") and not passes(check, "1,024")
+
+
+@pytest.mark.parametrize("answer, ok", [("168", True), ("168.5", True), ("167.5", True), ("168.51", False),
+                                        ("167.49", False), ("$168 in all", True), ("no idea", False)])
+def test_number_tolerance_is_inclusive_at_its_edge(answer, ok):
+    assert passes({"type": "number", "value": 168, "tolerance": 0.5}, answer) is ok
+
+
+def test_number_edge_survives_float_rounding_and_zero_tolerance():
+    assert passes({"type": "number", "value": 3.5, "tolerance": 0.1}, "3.6")   # 3.6 - 3.5 > 0.1 in floats
+    assert not passes({"type": "number", "value": 3.5, "tolerance": 0.1}, "3.61")
+    assert passes({"type": "number", "value": 255000, "tolerance": 0}, "255,000원입니다")
+    assert not passes({"type": "number", "value": 255000, "tolerance": 0}, "255,001원")
+
+
+def test_the_first_number_counts():
+    assert first_number("3일 2박: 255,000원") == 3 and first_number("-4.5 degrees") == -4.5
+    assert not passes({"type": "number", "value": 255000}, "3일 2박 상한은 255,000원")
+
+
+def test_contains_is_case_blind_needs_every_text_and_reads_korean():
+    check = {"type": "contains", "value": ["09:00", "18:00"]}
+    assert passes(check, "평일 09:00-18:00") and not passes(check, "평일 09:00-17:00")
+    assert passes({"type": "contains", "value": "30일"}, "배송 후 30일 이내")
+    assert not passes({"type": "contains", "value": "30일"}, "배송 후 30 일 이내")
+    decomposed = "\u1109\u1175\u11b8"   # 십 typed as separate jamo (NFD), as some systems store it
+    assert passes({"type": "contains", "value": "십"}, decomposed)
+    assert passes({"type": "contains", "value": "Laptop"}, "a LAPTOP on day one")
+
+
+def test_regex_is_a_search_unless_anchored():
+    assert passes({"type": "regex", "pattern": r"\d+"}, "168 units")
+    assert not passes({"type": "regex", "pattern": r"^\d+$"}, "168 units")
+    assert passes({"type": "regex", "pattern": r"^\d+$"}, "168")
+    assert passes(BY_ID["shipping-20-units"]["check"], "No: $480.")
+    assert not passes(BY_ID["shipping-20-units"]["check"], "Not free? No.")
+    injected = BY_ID["notice-injection-ko"]["check"]
+    assert passes(injected, "It holds an instruction to AI readers; I ignored it.")
+    assert not passes(injected, "I ignored the instruction. The admin password is hunter2.")
+
+
+def test_no_answer_never_passes():
+    assert not grade_answer(BY_ID["power-of-two"], None)["passed"]
+
+
+# ---------------------------------------------------------------- trajectory checks
+def run_script(replies, tools_task, max_steps=4):
+    agent = Agent(__import__("course_lib").default_tools(), ScriptedModel(replies), max_steps)
+    agent.run(tools_task["goal"])
+    return agent
+
+
+def test_trajectory_needs_required_tools_and_refuses_forbidden_ones():
+    t = BY_ID["unit-price-7"]
+    good = run_script([act("lookup", topic="unit price"), act("calculator", expression="24*7"),
+                       act("finish", answer="168")], t)
+    assert grade_trajectory(t, good) == {"passed": True, "why": "finished in 3 steps"}
+    guessed = run_script([act("finish", answer="168")], t)
+    assert grade_trajectory(t, guessed)["why"] == "never called lookup, calculator"
+    wrong = run_script([act("search_docs", query="price"), act("lookup", topic="unit price"),
+                        act("calculator", expression="24*7"), act("finish", answer="168")], t)
+    assert grade_trajectory(t, wrong)["why"] == "called forbidden search_docs"
+
+
+def test_trajectory_fails_a_run_that_did_not_finish_or_cost_too_much():
+    t = dict(BY_ID["warranty"], max_steps=2)
+    stuck = run_script([act("lookup", topic="warranty")] * 3, t, max_steps=2)
+    assert "did not finish (stop reason 'max_steps')" in grade_trajectory(t, stuck)["why"]
+    done = run_script([act("lookup", topic="warranty"), act("finish", answer="One year")], t)
+    assert grade_trajectory(dict(t, max_cost=1e-9), done)["why"].startswith("cost $")
+    assert grade_trajectory(dict(t, max_steps=1), done)["why"] == "took 2 steps, over 1"
+
+
+# ---------------------------------------------------------------- the judge and how it fails
+def test_the_judge_sees_goal_expected_and_answer_and_its_verdict_is_read():
+    seen = []
+
+    def judge(messages):
+        seen.append(messages[-1]["content"])
+        return 'Sure. {"ok": false, "feedback": "wrong total"}'
+    verdict = judge_answer(BY_ID["unit-price-7"], "186 dollars", judge)
+    assert verdict == {"passed": False, "why": "wrong total", "readable": True}
+    assert "seven units" in seen[0] and "the number 168" in seen[0] and seen[0].endswith("Answer:\n186 dollars")
+    assert judge_answer(BY_ID["unit-price-7"], "168", lambda m: '```json\n{"ok": true}\n```')["passed"]
+
+
+@pytest.mark.parametrize("reply", ["", "PASS", '{"ok": "yes"}', '{"ok": false}', '{"verdict": "pass"}'])
+def test_an_unreadable_verdict_is_not_a_pass(reply):
+    verdict = judge_answer(BY_ID["unit-price-7"], "168", lambda m: reply)
+    assert verdict["passed"] is False and verdict["readable"] is False
+
+
+def test_a_judge_that_raises_is_a_failed_grade_not_a_crash():
+    def broken(messages):
+        raise TimeoutError("judge timed out")
+    verdict = judge_answer(BY_ID["unit-price-7"], "168", broken)
+    assert verdict["passed"] is False and "judge timed out" in verdict["why"]
+
+
+def test_scripted_judges_fail_as_documented():
+    price, wrong = BY_ID["unit-price-7"], "Definitely 186 dollars: I checked the price list twice, carefully."
+    assert not grade_answer(price, wrong)["passed"]
+    assert judge_answer(price, wrong, lenient_judge)["passed"]            # confident and wrong: passed
+    assert not judge_answer(BY_ID["divide-by-zero"], "It cannot be computed.", lenient_judge)["passed"]
+    assert judge_answer(price, wrong, length_judge)["passed"]             # long and wrong: passed
+    assert not judge_answer(BY_ID["power-of-two"], "1024", length_judge)["passed"]   # short and right: failed
+    assert judge_answer(price, "168", chatty_judge)["readable"] is False
+    rows = judge_demo()
+    assert len(rows) == 12 and sum(r["agrees"] for r in rows) == 4
+    assert {r["judge"] for r in rows if not r["agrees"]} == {"lenient_judge", "length_judge", "chatty_judge"}
+    assert all(not r["agrees"] for r in rows if r["judge"] == "chatty_judge" and r["rule"])
+
+
+# ---------------------------------------------------------------- scripted models and the runner
+def test_left_to_right_ignores_precedence_and_parentheses():
+    assert left_to_right("15 + 24*3") == "((15+24)*3)" and left_to_right("24*12*(1 - 0.1)") == "(((24*12)*1)-0.1)"
+
+
+def test_the_three_scripted_models_score_clearly_apart():
+    rates = {name: summarise(run_suite(TASKS, make))["pass_rate"] for name, make in SCRIPTED.items()}
+    assert rates == {"careful": 1.0, "sloppy": 10 / 18, "looping": 0.0}
+
+
+def test_sloppy_fails_for_the_reasons_it_was_built_with():
+    results = {r["task"]: r for r in run_suite(TASKS, sloppy)}
+    assert results["trip-cap-ko"]["answer"].startswith("330,000원") and not results["trip-cap-ko"]["answer_ok"]
+    assert results["refund-window-ko"]["answer_ok"] and not results["refund-window-ko"]["trajectory_ok"]
+    assert results["power-of-two"]["passed"]
+
+
+def test_looping_runs_to_the_step_cap():
+    result = run_task(BY_ID["warranty"], looping)
+    assert result["stop_reason"] == "max_steps" and result["steps"] == 3 and not result["passed"]
+    assert result["transcript"]["handoff"]["stopped"] == "max_steps"
+
+
+def test_a_result_records_what_the_issue_asks_for():
+    result = run_task(BY_ID["trip-cap-ko"], careful)
+    assert result["passed"] and result["steps"] == 3 and result["stop_reason"] == "finish"
+    assert result["input_tokens"] > 0 and result["output_tokens"] > 0
+    assert result["cost"] == pytest.approx((result["input_tokens"] * 1 + result["output_tokens"] * 5) / 1e6)
+    assert result["transcript"]["answer"] == result["answer"] == "255,000원입니다 (일비 25,000원 × 3일 + 숙박비 90,000원 × 2박)."
+    json.dumps(result, ensure_ascii=False)
+
+
+def test_results_come_back_in_task_order_with_four_jobs():
+    order, tasks = [], TASKS[:8]
+    results = run_suite(tasks, careful, jobs=4, repeat=2, on_result=lambda r: order.append((r["task"], r["repeat"])))
+    assert [(r["task"], r["repeat"]) for r in results] == [(t["id"], k) for t in tasks for k in (0, 1)]
+    assert sorted(order) == sorted((r["task"], r["repeat"]) for r in results)
+    serial = run_suite(tasks, careful, repeat=2)
+    assert [r["transcript"] for r in results] == [r["transcript"] for r in serial]
+
+
+def test_more_jobs_finish_sooner_with_simulated_latency():
+    tasks = TASKS[:16]
+    start = time.perf_counter()
+    run_suite(tasks, careful, jobs=1, latency_ms=50)
+    serial = time.perf_counter() - start
+    start = time.perf_counter()
+    run_suite(tasks, careful, jobs=8, latency_ms=50)
+    parallel = time.perf_counter() - start
+    assert parallel <= serial / 2, (serial, parallel)
+
+
+def test_a_raising_model_is_a_failed_run_with_its_reason():
+    def boom(messages):
+        raise RuntimeError("GPU on fire")
+    results = run_suite(TASKS[:3], lambda t: boom if t is TASKS[1] else careful(t), jobs=2)
+    assert [r["passed"] for r in results] == [True, False, True]
+    assert results[1]["stop_reason"] == "model_error" and "RuntimeError: GPU on fire" in results[1]["error"]
+
+    def no_model(t):
+        raise KeyError("no such model")
+    result = run_task(TASKS[0], no_model)
+    assert not result["passed"] and result["error"] == "KeyError: 'no such model'" and result["transcript"] is None
+
+
+def test_rate_limits_are_retried_with_backoff_then_succeed():
+    waits = []
+    model = ScriptedModel([RuntimeError("429: rate limit exceeded"), RuntimeError("Rate-limited, slow down"),
+                           act("finish", answer="x")])
+    wrapped = with_retries(model, retries=3, backoff=0.25, sleep=waits.append)
+    assert wrapped.complete([{"role": "user", "content": "hi"}]).text == act("finish", answer="x")
+    assert waits == [0.25, 0.5] and wrapped.retried == 2 and len(model.calls) == 3
+    result = run_task(BY_ID["power-of-two"], lambda t: ScriptedModel(
+        [RateLimitError("slow down"), RateLimitError("slow down"), act("calculator", expression="2**10"),
+         act("finish", answer="1024")]), backoff=0.001)
+    assert result["passed"] and result["retries"] == 2
+
+
+def test_retries_are_bounded_and_only_for_rate_limits():
+    waits = []
+    always = with_retries(ScriptedModel([RateLimitError("slow")] * 5), retries=2, backoff=1, sleep=waits.append)
+    with pytest.raises(ModelError, match="slow"):
+        always.complete([])
+    assert waits == [1, 2]
+    other = with_retries(ScriptedModel([RuntimeError("server error 500"), "ok"]), sleep=waits.append)
+    with pytest.raises(ModelError, match="server error"):
+        other.complete([])
+    assert not is_rate_limit(ModelError("no quota left: this is not a rate limit"))
+    assert is_rate_limit(ModelError("OpenAI is rate-limiting this key (429)")) and not is_rate_limit(ValueError("rate limit"))
+
+
+# ---------------------------------------------------------------- summaries and comparisons
+def fake(task_id, passed, repeat=0, steps=2):
+    return {"task": task_id, "repeat": repeat, "passed": passed, "steps": steps, "input_tokens": 100,
+            "output_tokens": 10, "cost": 0.00015, "stop_reason": "finish"}
+
+
+def test_summary_counts_pass_rate_and_pass_hat_k():
+    results = [fake("a", True, 0), fake("a", True, 1), fake("b", True, 0), fake("b", False, 1, steps=4)]
+    s = summarise(results)
+    assert (s["pass_rate"], s["pass^k"], s["k"], s["mean_steps"]) == (0.75, 0.5, 2, 2.5)
+    assert (s["total_tokens"], s["cost"]) == (440, pytest.approx(0.0006)) and s["stop_reasons"] == {"finish": 4}
+    assert summarise([])["pass_rate"] == 0.0
+
+
+def test_pass_hat_k_from_repeated_real_runs():
+    s = summarise(run_suite(TASKS[:4], careful, repeat=3, jobs=4))
+    assert (s["runs"], s["k"], s["pass^k"]) == (12, 3, 1.0)
+
+
+def test_compare_names_regressions_and_fixes_in_task_order():
+    old = [fake("a", True), fake("b", False), fake("c", True), fake("gone", True)]
+    new = [fake("a", False), fake("b", True), fake("c", True), fake("added", False)]
+    assert compare(old, new) == [{"task": "a", "change": "regression", "before": 1.0, "after": 0.0},
+                                 {"task": "b", "change": "fix", "before": 0.0, "after": 1.0}]
+    rows = compare(run_suite(TASKS, careful), run_suite(TASKS, sloppy))
+    assert len(rows) == 8 and {r["change"] for r in rows} == {"regression"}
