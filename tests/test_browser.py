@@ -226,7 +226,8 @@ def test_diagrams_fit_one_screen_with_readable_labels_and_alt_text(jupyterlab):
             page.keyboard.type('from course_lib.courseware.checks import check\n'
                                'check("03.4", lambda tools: [])')
             page.keyboard.press("Shift+Enter")
-            table = page.locator(".jp-OutputArea table").last
+            # the check's own table (the stepper above has a table too, and the check may not have rendered yet)
+            table = page.locator(".jp-OutputArea table").filter(has_text="vague lookup and search").last
             table.wait_for(timeout=60_000)
             assert "✗" in table.inner_text() and "✓" in table.inner_text()
             table.scroll_into_view_if_needed()
