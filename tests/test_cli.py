@@ -1,4 +1,5 @@
 """The `course` command: demo prints the steps and the answer; bad arguments get one line, not a traceback."""
+import json
 import subprocess
 import sys
 
@@ -184,3 +185,46 @@ def test_the_readme_and_ci_give_the_same_font_advice_as_doctor():
     assert "apt_install fonts-nanum" in ci
     import inspect
     assert "sudo apt-get install fonts-nanum" in inspect.getsource(cli._korean_font)
+
+
+# ---------------------------------------------------------------- course eval (stage 12)
+def test_eval_runs_the_suite_with_a_scripted_stand_in_and_prints_a_summary_as_json():
+    result = run_cli("eval", "--model", "careful", "--jobs", "4", "--repeat", "2", "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)["summary"]
+    assert (summary["runs"], summary["tasks"], summary["k"]) == (36, 18, 2)
+    assert summary["pass_rate"] == 1.0 and summary["pass^k"] == 1.0 and summary["stop_reasons"] == {"finish": 36}
+
+
+def test_eval_prints_a_row_per_run_with_the_reason_a_run_failed():
+    result = run_cli("eval", "--model", "sloppy")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == "18 tasks × 1, model: sloppy (a scripted stand-in, not a model), 1 at a time"
+    rows = lines[1:-1]
+    assert len(rows) == 18 and sum(row.startswith("✗") for row in rows) == 8
+    assert any("never called lookup" in row for row in rows if row.startswith("✗"))
+    assert lines[-1].startswith("passed 10/18 (56%), pass^1 56%") and "at example prices" in lines[-1]
+
+
+def test_eval_saves_runs_and_compare_names_the_regressions(tmp_path):
+    careful, looping = tmp_path / "careful.json", tmp_path / "looping.json"
+    assert run_cli("eval", "--model", "careful", "--out", str(careful)).returncode == 0
+    assert run_cli("eval", "--model", "looping", "--out", str(looping), "--json").returncode == 0
+    saved = json.loads(careful.read_text(encoding="utf-8"))
+    assert len(saved["results"]) == 18 and saved["results"][0]["transcript"]["history"]
+    worse = run_cli("eval", "--compare", str(careful), str(looping))
+    assert worse.returncode == 1 and worse.stdout.splitlines()[-1] == "18 regression(s), 0 fix(es)"
+    better = run_cli("eval", "--compare", str(looping), str(careful))
+    assert better.returncode == 0 and better.stdout.splitlines()[-1] == "0 regression(s), 18 fix(es)"
+
+
+def test_eval_with_a_real_model_and_no_key_says_what_to_set_and_exits_2():
+    result = run_cli("eval", "--model", "openai")   # the test set-up removes the keys
+    assert result.returncode == 2 and "OPENAI_API_KEY" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args", [("--jobs", "0"), ("--latency-ms", "-5"), ("--repeat", "x"), ("--model", "gpt")])
+def test_eval_refuses_bad_options_with_a_usage_error(args):
+    result = run_cli("eval", *args)
+    assert result.returncode == 2 and "usage: course eval" in result.stderr and "Traceback" not in result.stderr

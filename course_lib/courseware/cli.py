@@ -106,6 +106,49 @@ def cmd_demo(args) -> int:
     return 1 if agent.stop_reason == "model_error" else 0   # a failed API call is a failure for a script too
 
 
+def cmd_eval(args) -> int:
+    """Run the task suite (stage 12) and print a row per run and a summary; or compare two saved runs."""
+    from .. import evaluation as ev
+    if args.compare:
+        old, new = (json.loads(Path(f).read_text(encoding="utf-8"))["results"] for f in args.compare)
+        rows = ev.compare(old, new)
+        for row in rows:
+            print(f"{row['change']:<10} {row['task']:<28} passed {row['before']:.0%} → {row['after']:.0%}")
+        print(f"{sum(r['change'] == 'regression' for r in rows)} regression(s), "
+              f"{sum(r['change'] == 'fix' for r in rows)} fix(es)")
+        return 1 if any(r["change"] == "regression" for r in rows) else 0
+    tasks = ev.load_tasks(args.tasks)
+    if args.model in ev.SCRIPTED:
+        make_model, label = ev.SCRIPTED[args.model], f"{args.model} (a scripted stand-in, not a model)"
+    else:
+        from ..models.base import ModelError
+        try:
+            live_model(args.model)   # fail at once, with the reason, if its key or server is missing
+        except ModelError as e:
+            print(f"course eval --model {args.model}: {e}", file=sys.stderr)
+            return 2
+        make_model, label = (lambda task: live_model(args.model)), f"{args.model}, live"
+    show = (lambda r: None) if args.json else (lambda r: print(
+        f"{'✓' if r['passed'] else '✗'} {r['task']:<28} #{r['repeat'] + 1} steps {r['steps']:>2}  tokens "
+        f"{r['input_tokens'] + r['output_tokens']:>6,}  ${r['cost']:.4f}  {r['stop_reason']:<13} "
+        f"{r['seconds']:.2f} s" + ("" if r["passed"] else f"  {_one_line('; '.join(r['why']), 80)}"), flush=True))
+    if not args.json:
+        print(f"{len(tasks)} tasks × {args.repeat}, model: {label}, {args.jobs} at a time")
+    results = ev.run_suite(tasks, make_model, jobs=args.jobs, repeat=args.repeat, latency_ms=args.latency_ms,
+                           on_result=show)
+    summary = ev.summarise(results)
+    report = {"model": args.model, "summary": summary, "results": results}
+    if args.out:
+        Path(args.out).write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str) + "\n", "utf-8")
+    if args.json:
+        print(json.dumps({"model": args.model, "summary": summary}, ensure_ascii=False))
+    else:
+        print(f"passed {summary['passed']}/{summary['runs']} ({summary['pass_rate']:.0%}), pass^{summary['k']} "
+              f"{summary['pass^k']:.0%}, mean steps {summary['mean_steps']:.1f}, {summary['total_tokens']:,} tokens, "
+              f"${summary['cost']:.4f} at example prices")
+    return 0
+
+
 _PACKAGES = ("anthropic", "openai", "jupyterlab", "ipykernel", "ipywidgets", "matplotlib")   # `make lab`
 _TEST_PACKAGES = ("pytest", "nbval", "hypothesis")   # only `make test` needs these
 _KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")   # secrets: only whether they are set
@@ -259,7 +302,7 @@ def cmd_make_exercises(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description="Build an LLM Agent from Scratch: course tools.")
     sub = parser.add_subparsers(dest="command", required=True,
-                                metavar="{demo,doctor,live-check,check,make-exercises}")
+                                metavar="{demo,doctor,live-check,check,eval,make-exercises}")
     demo = sub.add_parser("demo", help="run the agent step by step: a scripted model (offline), or --model for a "
                                        "real one")
     demo.add_argument("goal", nargs="?", help=f"what to ask (default: {SCENARIOS['price']['goal']!r})")
@@ -292,6 +335,21 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--jobs", type=_positive_int, default=max(1, min(4, (os.cpu_count() or 2))), metavar="N",
                        help="notebooks graded at the same time (default: the number of cores, at most 4)")
     check.set_defaults(func=cmd_check)
+    run = sub.add_parser("eval", help="run the task suite (stage 12) with a scripted stand-in or a real model",
+                         description="Exit status: 0 the suite ran (or, with --compare, no regression), 1 a "
+                                     "regression, 2 no key or server for a real model.")
+    run.add_argument("--model", default="careful", choices=["careful", "sloppy", "looping", "anthropic", "openai",
+                                                            "ollama"],
+                     help="a scripted stand-in (careful, sloppy, looping: offline) or a real model (needs its key)")
+    run.add_argument("--tasks", metavar="FILE", help="a task file (default: course_lib/data/eval_tasks.json)")
+    run.add_argument("--jobs", type=_positive_int, default=1, metavar="N", help="runs at the same time (default 1)")
+    run.add_argument("--repeat", type=_positive_int, default=1, metavar="K", help="runs per task, for pass^k")
+    run.add_argument("--latency-ms", type=_whole, default=0, metavar="MS",
+                     help="a simulated delay per model call, to see what --jobs buys")
+    run.add_argument("--json", action="store_true", help="print only the summary, as JSON")
+    run.add_argument("--out", metavar="FILE", help="save every run (with its transcript) as JSON")
+    run.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="compare two saved runs: regressions first")
+    run.set_defaults(func=cmd_eval)
     make = sub.add_parser("make-exercises", help="generate exercises/ from solutions/")
     make.add_argument("--check", action="store_true", help="write nothing; fail if exercises/ is out of date")
     make.set_defaults(func=cmd_make_exercises)
@@ -302,6 +360,12 @@ def _stage(text: str) -> str:
     if not (text.isdigit() and 1 <= int(text) <= 99):
         raise argparse.ArgumentTypeError(f"expected a stage number such as 03, got {text!r}")
     return f"{int(text):02d}"
+
+
+def _whole(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, got {text!r}")
+    return int(text)
 
 
 def _positive_int(text: str) -> int:
