@@ -37,7 +37,7 @@ PACKAGE = Path(course_lib.__file__).parent
 # retrieval.py (stage 11, issue 14) reads the workspace with read_file's rules and bounds, and its tool bounds its output;
 # planning.py holds two patterns (a todo checklist with replanning, the evaluator-optimiser loop) with their demos;
 # evaluation.py (stage 12) four answer checks, trajectory checks, a judge with its failure modes, three scripted
-# stand-ins of different quality and a concurrent runner with retries. approval.py names
+# stand-ins of different quality and a concurrent runner with retries; cli.py gained `course eval`. approval.py names
 # what it asks about (a write, or a tool call under a stage-09 policy).
 BUDGETS = {"tools.py": 390, "registry.py": 80, "describe.py": 190, "parsing.py": 150,
            "dispatch.py": 190, "agent.py": 365, "safety.py": 445, "memory.py": 400, "retrieval.py": 265, "planning.py": 310, "orchestration.py": 200, "evaluation.py": 390, "models/base.py": 175, "models/scripted.py": 125,
