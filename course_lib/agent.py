@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .describe import build_system_prompt, tool_spec
 from .dispatch import Observation, dispatch
-from .models.base import STOPS, ModelError, Reply, scrub
+from .models.base import STOPS, ModelError, Reply, ask, scrub
 from .parsing import parse_reply
 from .tools import write_atomically
 
@@ -191,9 +191,7 @@ class Agent:
 
     # -- the pieces of a step ------------------------------------------------------------------
     def _ask_model(self) -> Reply:
-        complete = getattr(self.model, "complete", None)
-        raw = complete(self.history, self.tools) if complete else self.model(self.history)
-        return raw if type(raw) is Reply else Reply.coerce(raw)
+        return ask(self.model, self.history, self.tools)
 
     def _run_text(self, text: str, step: Step) -> None:
         self._add("assistant", text)

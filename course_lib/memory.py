@@ -23,7 +23,7 @@ from contextlib import closing, contextmanager
 from itertools import accumulate
 
 from .agent import Agent
-from .models.base import ModelError, Reply, scrub
+from .models.base import ModelError, ask, scrub
 from .models.scripted import ScriptedModel
 from .safety import (CHARS_PER_TOKEN, MESSAGE_OVERHEAD, TOOL_OVERHEAD, check_history,  # noqa: F401
                      estimate_tokens, text_tokens, tokens_per_call)
@@ -159,8 +159,7 @@ def summarise(history: list[dict], model, *, keep_last: int = 2) -> list[dict]:
     old = [m for m in head if m.get("summary")] + [m for step in steps[:first] for m in step]
     request = [{"role": "system", "content": SUMMARY_PROMPT}, {"role": "user", "content": as_transcript(old)}]
     try:
-        complete = getattr(model, "complete", None)
-        reply = Reply.coerce(complete(request, {}) if complete else model(request))
+        reply = ask(model, request, {})
         if reply.stop or reply.tool_calls or not reply.text.strip():
             raise ModelError(f"its reply held no summary (stop: {reply.stop}, tool calls: {len(reply.tool_calls)})")
     except Exception as e:   # a model's ModelError, or whatever a summariser function raises (KeyboardInterrupt passes)

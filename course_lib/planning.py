@@ -22,7 +22,7 @@ from itertools import islice
 
 from . import default_tools
 from .agent import Agent
-from .models.base import Reply, scrub
+from .models.base import ask, scrub
 from .models.scripted import ScriptedModel
 from .tools import ToolError
 
@@ -229,8 +229,7 @@ def ask_critic(critic, goal: str, answer: str) -> Verdict:
     messages = [{"role": "system", "content": CRITIC_PROMPT},
                 {"role": "user", "content": scrub(f"Goal:\n{goal}\n\nAnswer:\n{answer}")}]
     try:
-        complete = getattr(critic, "complete", None)
-        reply = Reply.coerce(complete(messages, {}) if complete else critic(messages))
+        reply = ask(critic, messages, {})
     except Exception as e:   # a ModelError, or whatever a critic function raises (KeyboardInterrupt passes)
         return Verdict(False, note=f"the critic failed: {type(e).__name__}: {e}")
     if reply.stop:

@@ -1086,16 +1086,25 @@ WRONG = [
 ]
 
 
-@pytest.mark.parametrize("exercise_id, make, label", WRONG, ids=[f"{e}-{label}" for e, _, label in WRONG])
-def test_a_plausible_wrong_solution_fails_on_the_case_made_for_it(exercise_id, make, label):
+def caught_on(exercise_id: str, make, label: str) -> None:
+    """The wrong solution `make()` fails the visible check, on the case named `label` among others."""
     labels = [case.label for case in exercise(exercise_id).cases]
     assert label in labels, f"{exercise_id} has no case {label!r}"
     assert label in failed(exercise_id, make())
 
 
-def test_the_wrong_solutions_above_are_plausible_slips_not_broken_code():
+def only_slips(wrong: list) -> None:
     """Each wrong solution still passes most of its exercise's cases: it is one mistake, not a stub."""
-    for exercise_id, make, label in WRONG:
+    for exercise_id, make, label in wrong:
         result = run_cases(exercise_id, make())
         passed = sum(c.ok for c in result.cases)
         assert passed >= len(result.cases) // 2, (exercise_id, label, [c.label for c in result.cases if not c.ok])
+
+
+@pytest.mark.parametrize("exercise_id, make, label", WRONG, ids=[f"{e}-{label}" for e, _, label in WRONG])
+def test_a_plausible_wrong_solution_fails_on_the_case_made_for_it(exercise_id, make, label):
+    caught_on(exercise_id, make, label)
+
+
+def test_the_wrong_solutions_above_are_plausible_slips_not_broken_code():
+    only_slips(WRONG)

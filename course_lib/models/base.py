@@ -171,3 +171,10 @@ def _deeper_than(value, limit: int) -> bool:
         if seen > 1_000_000:   # a list that holds itself twice doubles at every level: stop counting
             return True
     return True
+
+
+def ask(model, messages: list[dict], tools=None) -> Reply:
+    """One call of any model: an object with ``complete(messages, tools)`` or a function ``f(messages)``."""
+    complete = getattr(model, "complete", None)
+    raw = complete(messages, tools) if complete else model(messages)
+    return raw if type(raw) is Reply else Reply.coerce(raw)   # the common case skips coerce's checks
