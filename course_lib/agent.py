@@ -61,6 +61,7 @@ class ToolRun:
 class Step:
     number: int
     reply: str = ""                                   # what the model said, as text
+    thought: str | None = None                        # why it acted, if it said so (stage 11)
     runs: list[ToolRun] = field(default_factory=list)  # tool calls made in this step, with observations
     error: str | None = None                          # an unusable reply or a failed model call
     answer: str | None = None                         # set when the model finished
@@ -196,6 +197,7 @@ class Agent:
     def _run_text(self, text: str, step: Step) -> None:
         self._add("assistant", text)
         parsed = parse_reply(text)
+        step.thought = parsed.thought
         if parsed.ok and parsed.tool == "finish":
             if isinstance(parsed.args.get("answer"), str):
                 return self._finish(step, parsed.args["answer"])
@@ -210,6 +212,7 @@ class Agent:
 
     def _run_native(self, reply: Reply, step: Step) -> None:
         self._add_reply(reply)
+        step.thought = reply.text.strip() or None   # the text beside native tool calls plays the same part
         self._bad_replies = 0
         if self._repeated([(c.name, c.args) for c in reply.tool_calls]):
             return

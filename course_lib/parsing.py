@@ -16,6 +16,9 @@ run again, so only the last ``MAX_NESTING + 1`` are tried at first and the deepe
 strings can make an action look deep). Behind that, all decoding shares a budget of about ``MAX_NESTING``
 passes over the text: junk that nests deeply in other ways ends with an error instead of a hang.
 
+An optional ``"thought"`` (stage 11: reason, then act) is a sentence of reasoning the model writes before it
+acts, ``{"thought": "...", "tool": ..., "args": {...}}``; it comes back as ``thought`` and changes nothing else.
+
 Leaves out: repairing broken JSON (single quotes, trailing commas); the model is asked to try again instead.
 """
 from __future__ import annotations
@@ -47,6 +50,7 @@ class ParsedReply:
     tool: str | None = None
     args: dict = field(default_factory=dict)
     error: str | None = None
+    thought: str | None = None   # the model's reasoning before this action, if it wrote one (stage 11)
 
 
 def _fail(error: str) -> ParsedReply:
@@ -100,7 +104,10 @@ def _check_action(data: dict) -> ParsedReply:
     args = {} if args is None else args   # missing or null: no arguments
     if not isinstance(args, dict):
         return _fail(f'"args" must be a JSON object like {{"name": value}}, not {type(args).__name__}')
-    return ParsedReply(ok=True, tool=tool.strip(), args=args, error=None)
+    thought = data.get("thought")
+    if thought is not None and not isinstance(thought, str):
+        return _fail(f'"thought" must be text (a sentence of reasoning), not {type(thought).__name__}')
+    return ParsedReply(ok=True, tool=tool.strip(), args=args, error=None, thought=(thought or "").strip() or None)
 
 
 def parse_reply(text) -> ParsedReply:

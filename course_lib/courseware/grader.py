@@ -249,7 +249,9 @@ STAGE_MODULES = {"01": ("course_lib.tools",), "02": ("course_lib.registry",), "0
                  "04": ("course_lib.parsing",), "05": ("course_lib.dispatch",), "06": ("course_lib.agent",),
                  "07": ("course_lib.models.scripted", "course_lib.models"),
                  "08": ("course_lib.models.anthropic", "course_lib.models.openai", "course_lib.models"),
-                 "09": ("course_lib.safety", "course_lib.courseware.injection_lab"), "10": ("course_lib.memory",)}
+                 "09": ("course_lib.safety", "course_lib.courseware.injection_lab"), "10": ("course_lib.memory",),
+                 "11": ("course_lib.retrieval", "course_lib.planning", "course_lib.orchestration"),
+                 "12": ("course_lib.evaluation",)}
 
 
 def finished(stage: str) -> set[str]:

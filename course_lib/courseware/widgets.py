@@ -76,6 +76,7 @@ class AgentStepper:
         observations = [(r.observation.content, r.observation.is_error) for r in last.runs] if last else []
         return {"step": self.agent.steps, "max_steps": self.agent.max_steps, "done": self.agent.done,
                 "stop_reason": self.agent.stop_reason, "last_reply": last.reply if last else "",
+                "thought": getattr(last, "thought", None),   # why the model acted, if it said (stage 11)
                 "tool_calls": calls, "observations": observations, "problem": last.error if last else None,
                 "answer": self.agent.answer, "new_from": self._new_from,   # the last click added messages[new_from:]
                 "messages": [(m["role"], _short(m.get("content"), 60)) for m in self.agent.history]}
@@ -85,7 +86,8 @@ class AgentStepper:
         where = "finished" if s["done"] else "ready"
         self.status.value = (f"<b class='stepper-count'>step {s['step']} / {s['max_steps']}</b> · {where}"
                              + (f" · stop reason: <code>{s['stop_reason']}</code>" if s["stop_reason"] else ""))
-        rows = [("model said", html.escape(_short(s["last_reply"], 200)) or "—"),
+        rows = [("thought", f"<i>{html.escape(_short(s['thought'], 300))}</i>")] if s["thought"] else []
+        rows += [("model said", html.escape(_short(s["last_reply"], 200)) or "—"),
                 ("tool call", "<br>".join(f"<code class='stepper-call'>{html.escape(c)}</code>"
                                           for c in s["tool_calls"]) or "—")]
         for content, is_error in s["observations"]:
