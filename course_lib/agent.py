@@ -67,6 +67,10 @@ class Step:
     answer: str | None = None                         # set when the model finished
     usage: dict | None = field(default=None, repr=False)   # what this call cost, if reported (a Budget counts it)
 
+    def __repr__(self) -> str:   # the thought only when there is one, as for ParsedReply
+        return "Step(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in ("number", "reply", "thought", "runs",
+                                   "error", "answer") if k != "thought" or self.thought) + ")"
+
 
 class Agent:
     """A tool-using agent: ``Agent(tools, model).run(goal)`` returns the answer."""

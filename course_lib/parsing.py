@@ -52,6 +52,10 @@ class ParsedReply:
     error: str | None = None
     thought: str | None = None   # the model's reasoning before this action, if it wrote one (stage 11)
 
+    def __repr__(self) -> str:   # the thought only when there is one: stages 04-10 never see it
+        thought = f", thought={self.thought!r}" if self.thought else ""
+        return f"ParsedReply(ok={self.ok!r}, tool={self.tool!r}, args={self.args!r}, error={self.error!r}{thought})"
+
 
 def _fail(error: str) -> ParsedReply:
     return ParsedReply(ok=False, tool=None, args={}, error=error)

@@ -95,3 +95,15 @@ def test_the_stepper_shows_the_thought_escaped_and_only_when_there_is_one():
     assert "<i>&lt;b&gt;multiply&lt;/b&gt; &amp; add</i>" in stepper.details.value
     stepper.step_button.click()
     assert stepper.state()["thought"] is None and "<b>thought</b>" not in stepper.details.value
+
+
+def test_reprs_show_a_thought_only_when_there_is_one():
+    plain = parse_reply(act("calculator", expression="1+1"))
+    assert repr(plain) == "ParsedReply(ok=True, tool='calculator', args={'expression': '1+1'}, error=None)"
+    assert repr(parse_reply(act("calculator", "add", expression="1+1"))).endswith("error=None, thought='add')")
+    agent = Agent(default_tools(), ScriptedModel([act("finish", "done", answer="2"), act("finish", answer="3")]))
+    agent.run("1+1?")
+    assert repr(agent.trace[0]) == ("Step(number=1, reply='{\"thought\": \"done\", \"tool\": \"finish\", \"args\": "
+                                    "{\"answer\": \"2\"}}', thought='done', runs=[], error=None, answer='2')")
+    agent.run("again")
+    assert "thought" not in repr(agent.trace[0])
