@@ -26,6 +26,10 @@ OpenAI's ``message.refusal``, Anthropic's ``stop_reason: "refusal"`` with ``stop
 estimate, a token per four characters. ``requests`` keeps every request body, ``problems`` a sentence per
 rule broken (for the tool-result checks the stand-in's own plainer one; the reply has the API's words).
 
+``tool_choice`` is checked (a known kind, naming a tool that was sent; Anthropic refuses a forced one while
+thinking is on) and honoured: a forced reply has no text before its call, and a scripted turn that
+``tool_choice`` rules out is the script's error (500), since the real API would not have produced it.
+
 Leaves out: streaming (``"stream": true`` gets a 400 saying so), and any intelligence: the replies are
 whatever the script says. Error texts we could not find are paraphrased, and a comment says so.
 """
@@ -140,6 +144,12 @@ class StandInServer:
                                              "the script", rid)
                 return status, body, {**extra, "x-should-retry": "false"}
             turn = self.turns.pop(0)
+            contradiction = _against_choice(_choice(api, body), turn)
+            if contradiction:   # the script's fault too: the real API would have honoured tool_choice
+                status, body, extra = _error(api, 500, f"turn {number} of the stand-in's script {contradiction}", rid)
+                return status, body, {**extra, "x-should-retry": "false"}
+            if (_choice(api, body) or ("",))[0] == "forced":   # a forced call comes with no text before it
+                turn = {k: v for k, v in turn.items() if k != "text"}
             if "status" in turn:
                 return _error(api, turn["status"], turn.get("message", f"scripted error {turn['status']}"), rid,
                               kind=turn.get("type"), code=turn.get("code"), param=turn.get("param"),
@@ -262,6 +272,7 @@ def _check(api: str, body: dict) -> str | None:
         raise _Rejected(message, **details)
     if not isinstance(body.get("model"), str) or not isinstance(body.get("messages"), list) or not body["messages"]:
         return "the request needs a model name and a non-empty messages list"
+    _choice(api, body)   # tool_choice: a known kind, naming a tool that was sent; forced only without thinking
     if api == "anthropic":
         if not isinstance(body.get("max_tokens"), int):
             return "max_tokens is required"
@@ -274,6 +285,55 @@ def _check(api: str, body: dict) -> str | None:
            for m in body["messages"] for c in m.get("tool_calls") or []):
         return ("json: cannot unmarshal string into Go struct field ChatRequest.messages.tool_calls.function."
                 "arguments of type api.ToolCallFunctionArguments")
+    return None
+
+
+def _choice(api: str, body: dict) -> tuple[str, str | None] | None:
+    """``tool_choice`` as (``auto`` | ``none`` | ``forced``, the tool it names), after the API's checks.
+    Ollama's /api/chat has no tool_choice. Only the thinking and OpenAI's no-tools sentences are the APIs'
+    own words; the others are paraphrased in each API's style."""
+    choice = body.get("tool_choice")
+    if choice is None or api == "ollama":
+        return None
+    tools = body.get("tools") or []
+    names = [t.get("name") if api == "anthropic" else (t.get("function") or {}).get("name") for t in tools]
+    if api == "anthropic":
+        kind = choice.get("type") if isinstance(choice, dict) else None
+        if kind not in ("auto", "any", "tool", "none"):
+            raise _Rejected(f"tool_choice: Input tag {kind!r} found using 'type' does not match any of the "
+                            "expected tags: 'auto', 'any', 'tool', 'none'")
+        name = choice.get("name") if kind == "tool" else None
+        if kind == "tool" and not isinstance(name, str):
+            raise _Rejected("tool_choice.tool.name: Field required")
+        if kind in ("any", "tool") and (body.get("thinking") or {}).get("type") in ("enabled", "adaptive"):
+            raise _Rejected("Thinking may not be enabled when tool_choice forces tool use.")
+        forced = kind in ("any", "tool")
+    else:
+        kind = choice if isinstance(choice, str) else "function" if isinstance(choice, dict) else None
+        if not tools:
+            raise _Rejected("Invalid value for 'tool_choice': 'tool_choice' is only allowed when 'tools' are "
+                            "specified.", param="tool_choice")
+        if kind not in ("none", "auto", "required", "function"):
+            raise _Rejected(f"Invalid value: {choice!r}. Supported values are: 'none', 'auto', and 'required'.",
+                            param="tool_choice", code="invalid_value")
+        name = (choice.get("function") or {}).get("name") if kind == "function" else None
+        forced = kind in ("required", "function")
+    if forced and (name is not None and name not in names or not names):
+        raise _Rejected(f"tool_choice names the tool {name!r}, which is not among the tools sent" if name
+                        else "tool_choice forces a tool call, but no tools were sent", param="tool_choice")
+    return ("forced" if forced else kind, name)
+
+
+def _against_choice(choice, turn: dict) -> str | None:   # what in a scripted turn tool_choice rules out
+    calls = [c.get("name") for c in turn.get("tool_calls") or []] if isinstance(turn, dict) else []
+    if not choice or "status" in turn:
+        return None
+    if choice[0] == "none" and calls:
+        return f"calls {calls[0]!r}, but tool_choice is none: script a text reply"
+    if choice[0] == "forced" and not calls:
+        return "calls no tool, but tool_choice forces a tool call: script one"
+    if choice[0] == "forced" and choice[1] and any(c != choice[1] for c in calls):
+        return f"calls {calls[0]!r}, but tool_choice forces {choice[1]!r}: script that call"
     return None
 
 

@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Mapping
 
 from ..describe import tool_spec
-from .base import ModelError, Reply, ToolCall, scrub
+from .base import ModelError, Reply, ToolCall, checked_choice, scrub
 from .catalog import model_id
 from .remote import call_api, make_client
 
@@ -43,6 +43,11 @@ EFFORTS = ("low", "medium", "high", "xhigh", "max")
 def tools_to_anthropic(tools: Mapping[str, Callable]) -> list[dict]:
     specs = (tool_spec(name, func) for name, func in tools.items())
     return [{"name": s["name"], "description": s["description"], "input_schema": s["parameters"]} for s in specs]
+
+
+def choice_to_anthropic(choice: str) -> dict:
+    """The course's tool_choice (``auto``, ``any``, ``none`` or a tool's name) as the Messages API writes it."""
+    return {"type": choice} if choice in ("auto", "any", "none") else {"type": "tool", "name": choice}
 
 
 def _blocks(content) -> list[dict]:
@@ -125,22 +130,28 @@ class AnthropicModel:
         self.client = client or make_client("anthropic", base_url=base_url, api_key=api_key,
                                             max_retries=max_retries)
 
-    def request(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> dict:
-        """The keyword arguments for ``client.messages.create``: plain data, handy to print."""
+    def request(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
+                tool_choice: str | None = None) -> dict:
+        """The keyword arguments for ``client.messages.create``: plain data, handy to print. ``tool_choice``
+        (stage 11): ``"auto"``, ``"any"``, ``"none"`` or a tool's name; the API refuses a forced one (``any``
+        or a name) while thinking is on."""
         system, converted = history_to_anthropic(messages)
         request = {"model": self.model, "max_tokens": self.max_tokens, "messages": converted}
         if system:
             request["system"] = system
         if tools and self.native_tools:
             request["tools"] = tools_to_anthropic(tools)
+        if tool_choice is not None:
+            request["tool_choice"] = choice_to_anthropic(checked_choice(tool_choice, tools))
         if self.thinking is not None:
             request["thinking"] = THINKING.get(self.thinking, self.thinking)
         if self.effort is not None:
             request["output_config"] = {"effort": self.effort}
         return scrub(request)   # half an emoji cannot be sent as UTF-8: it becomes U+FFFD
 
-    def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> Reply:
-        request = self.request(messages, tools)
+    def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
+                 tool_choice: str | None = None) -> Reply:
+        request = self.request(messages, tools, tool_choice)
         response = call_api("anthropic", self.model, lambda: self.client.messages.create(**request),
                             base_url=str(getattr(self.client, "base_url", "")))
         return reply_from_anthropic(response.model_dump(exclude_unset=True))
@@ -149,4 +160,4 @@ class AnthropicModel:
         return f"AnthropicModel(model={self.model!r}, native_tools={self.native_tools})"
 
 
-__all__ = ["AnthropicModel", "ModelError", "history_to_anthropic", "reply_from_anthropic", "tools_to_anthropic"]
+__all__ = ["AnthropicModel", "ModelError", "choice_to_anthropic", "history_to_anthropic", "reply_from_anthropic", "tools_to_anthropic"]

@@ -173,6 +173,17 @@ def _deeper_than(value, limit: int) -> bool:
     return True
 
 
+TOOL_CHOICES = ("auto", "any", "none")   # or a tool's name: that tool must be called (stage 11)
+
+
+def checked_choice(choice: str, tools) -> str:
+    """``choice`` if it is one of TOOL_CHOICES or the name of one of ``tools``; else a ValueError that says why."""
+    if choice in TOOL_CHOICES or (isinstance(choice, str) and choice in (tools or {})):
+        return choice
+    raise ValueError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)} or the name of a tool given, "
+                     f"not {choice!r}" + ("" if tools else " (no tools were given)"))
+
+
 def ask(model, messages: list[dict], tools=None) -> Reply:
     """One call of any model: an object with ``complete(messages, tools)`` or a function ``f(messages)``."""
     complete = getattr(model, "complete", None)

@@ -19,13 +19,20 @@ import json
 from collections.abc import Callable, Mapping
 
 from ..describe import tool_spec
-from .base import Reply, ToolCall, scrub
+from .base import Reply, ToolCall, checked_choice, scrub
 from .catalog import OLLAMA_URL, model_id
 from .remote import call_api, make_client
 
 
 def tools_to_openai(tools: Mapping[str, Callable]) -> list[dict]:
     return [{"type": "function", "function": tool_spec(name, func)} for name, func in tools.items()]
+
+
+def choice_to_openai(choice: str):
+    """The course's tool_choice (``auto``, ``any``, ``none`` or a tool's name) as Chat Completions writes it."""
+    if choice in ("auto", "any", "none"):
+        return "required" if choice == "any" else choice
+    return {"type": "function", "function": {"name": choice}}
 
 
 def history_to_openai(history: list[dict]) -> list[dict]:
@@ -91,17 +98,22 @@ class OpenAIModel:
         """A local Ollama server through its OpenAI-compatible endpoint (it ignores the key)."""
         return cls(model, base_url=base_url, api_key=api_key, provider="ollama", **kwargs)
 
-    def request(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> dict:
-        """The keyword arguments for ``client.chat.completions.create``: plain data, handy to print."""
+    def request(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
+                tool_choice: str | None = None) -> dict:
+        """The keyword arguments for ``client.chat.completions.create``: plain data, handy to print.
+        ``tool_choice`` (stage 11): ``"auto"``, ``"any"`` (sent as ``"required"``), ``"none"`` or a tool's name."""
         request = {"model": self.model, "messages": history_to_openai(messages)}
         if tools and self.native_tools:
             request["tools"] = tools_to_openai(tools)
+        if tool_choice is not None:
+            request["tool_choice"] = choice_to_openai(checked_choice(tool_choice, tools))
         if self.max_tokens:   # OpenAI's current name for the output limit; Ollama's endpoint knows the old one
             request["max_completion_tokens" if self.provider == "openai" else "max_tokens"] = self.max_tokens
         return scrub(request)   # half an emoji cannot be sent as UTF-8: it becomes U+FFFD
 
-    def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None) -> Reply:
-        request = self.request(messages, tools)
+    def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
+                 tool_choice: str | None = None) -> Reply:
+        request = self.request(messages, tools, tool_choice)
         response = call_api(self.provider, self.model, lambda: self.client.chat.completions.create(**request),
                             base_url=str(getattr(self.client, "base_url", "")))
         return reply_from_openai(response.model_dump())
