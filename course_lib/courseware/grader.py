@@ -250,7 +250,8 @@ STAGE_MODULES = {"01": ("course_lib.tools",), "02": ("course_lib.registry",), "0
                  "07": ("course_lib.models.scripted", "course_lib.models"),
                  "08": ("course_lib.models.anthropic", "course_lib.models.openai", "course_lib.models"),
                  "09": ("course_lib.safety", "course_lib.courseware.injection_lab"), "10": ("course_lib.memory",),
-                 "11": ("course_lib.retrieval", "course_lib.planning", "course_lib.orchestration"),
+                 "11": ("course_lib.retrieval", "course_lib.planning", "course_lib.orchestration",
+                        "course_lib.structured"),
                  "12": ("course_lib.evaluation",)}
 
 
