@@ -4,7 +4,7 @@ few short passages with the file and lines to cite, instead of reading every fil
 Adds: ``tokenize`` (lower-cased words; Korean as overlapping pairs of syllables), ``chunk`` (overlapping runs
 of whole lines, numbered from 1), ``BM25`` (the Okapi formula, scoring exactly as rank-bm25's ``BM25Okapi``),
 ``Index`` (the workspace's text files, read with read_file's rules, within limits) and its ``search``, the
-tool ``search_workspace`` (cited snippets such as ``notes.txt:4 (score 2.07): …``), and ``recall_at_k`` over
+tool ``search_workspace`` (cited snippets such as ``notes.txt:4 (score 6.68): …``), and ``recall_at_k`` over
 a labelled question set in English and Korean (``load_questions``).
 
 Leaves out: embeddings and vector search (BM25 matches words, so a Korean question does not find an English
@@ -179,7 +179,7 @@ class Index:
         """The ``k`` best chunks holding a query word that carries weight (idf above 0; "the" is in most chunks
         and tells nothing), each cut to the lines holding such a word; if no query word carries weight (or the
         index has under three chunks, where every idf is at most 0), any query word counts. A line already
-        cited (overlapping chunks share lines) is not cited again."""
+        cited (overlapping chunks share lines) is not cited again: a chunk is cut to its new lines, or passed."""
         if type(k) is not int or k < 1:
             raise ValueError("k must be a whole number, at least 1")
         words = tokenize(query)
@@ -188,9 +188,10 @@ class Index:
         hits: list[Hit] = []
         for i in sorted(matched, key=lambda i: (-scores[i], i)):
             c, rows = self.chunks[i], self.chunks[i].text.split("\n")
-            marked = [n for n, row in enumerate(rows) if wanted.intersection(tokenize(row))]
-            first, last = c.start_line + marked[0], c.start_line + marked[-1]
-            if not any(h.path == c.path and h.start_line <= last and first <= h.end_line for h in hits):
+            cited = {n for h in hits if h.path == c.path for n in range(h.start_line, h.end_line + 1)}
+            marked = [n for n, row in enumerate(rows) if c.start_line + n not in cited and wanted & set(tokenize(row))]
+            first, last = (c.start_line + marked[0], c.start_line + marked[-1]) if marked else (0, -1)
+            if marked and not cited.intersection(range(first, last + 1)):   # the new lines, if they are a run
                 hits.append(Hit(c.path, first, last, scores[i], "\n".join(rows[marked[0]:marked[-1] + 1])))
             if len(hits) == k:   # the rest are never looked at: a common word can match thousands of chunks
                 break

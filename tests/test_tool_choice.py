@@ -118,3 +118,16 @@ def test_openai_checks_the_choice_itself():
         with pytest.raises(Exception, match="names the tool 'lookup'"):
             client.chat.completions.create(model="m", messages=GOAL, tools=tools,
                                            tool_choice={"type": "function", "function": {"name": "lookup"}})
+
+
+def test_a_subclass_whose_request_predates_tool_choice_still_works(provider):
+    base = AnthropicModel if provider == "anthropic" else OpenAIModel
+
+    class Older(base):   # notebook 08 overrides request(messages, tools) like this
+        def request(self, messages, tools=None):
+            return super().request(messages, tools)
+
+    with StandInServer(["Seven units cost $168."]) as server:
+        model = make(provider, server)
+        model.__class__ = Older
+        assert model.complete(GOAL, default_tools()).text == "Seven units cost $168."

@@ -151,7 +151,8 @@ class AnthropicModel:
 
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
                  tool_choice: str | None = None) -> Reply:
-        request = self.request(messages, tools, tool_choice)
+        # a subclass written before stage 11 may override request(messages, tools): pass tool_choice only if set
+        request = self.request(messages, tools) if tool_choice is None else self.request(messages, tools, tool_choice)
         response = call_api("anthropic", self.model, lambda: self.client.messages.create(**request),
                             base_url=str(getattr(self.client, "base_url", "")))
         return reply_from_anthropic(response.model_dump(exclude_unset=True))

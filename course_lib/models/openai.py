@@ -113,7 +113,8 @@ class OpenAIModel:
 
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
                  tool_choice: str | None = None) -> Reply:
-        request = self.request(messages, tools, tool_choice)
+        # a subclass written before stage 11 may override request(messages, tools): pass tool_choice only if set
+        request = self.request(messages, tools) if tool_choice is None else self.request(messages, tools, tool_choice)
         response = call_api(self.provider, self.model, lambda: self.client.chat.completions.create(**request),
                             base_url=str(getattr(self.client, "base_url", "")))
         return reply_from_openai(response.model_dump())
