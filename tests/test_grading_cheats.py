@@ -540,3 +540,40 @@ def test_a_wrapper_around_the_split_steps_the_setup_cell_hands_over_fails_10_1(t
     assert not ex["10.1"].passed, ex["10.1"]
     assert ex["10.1"].detail.startswith("`group_steps` uses course_lib.memory.split_steps, course_lib's finished")
     assert ex["10.2"].detail.startswith("not implemented yet")
+
+
+# -- stage 11: the finished retrieval, planning and orchestration modules are the answers, so they are off limits --
+STAGE_11_REFUSED = {
+    "BM25 itself": "from course_lib.retrieval import BM25",
+    "the finished parse_verdict": "from course_lib.planning import parse_verdict",
+    "call_edges": "from course_lib.orchestration import call_edges as edges",
+    "the module": "import course_lib.planning",
+    "a wrapper": "from course_lib.retrieval import BM25 as _B\ndef bm25_scores(q, d):\n    return _B(d).scores(q)",
+}
+
+
+@pytest.mark.parametrize("name", list(STAGE_11_REFUSED))
+def test_stage_11_answers_may_not_import_the_finished_patterns(name):
+    from course_lib.courseware.grader import refusal
+    assert refusal(STAGE_11_REFUSED[name], "11") is not None
+    assert refusal(STAGE_11_REFUSED[name], "10") is not None   # a later stage's module, for stage 10's answers
+
+
+def test_stage_11_answers_may_use_earlier_stages_and_the_tokenizer_the_setup_cell_hands_over():
+    from course_lib.courseware.grader import may_use, refusal
+    assert refusal("import json, math, re\nfrom collections import Counter\nfrom course_lib.tools import ToolError",
+                   "11") is None
+    assert may_use("11") == {"11.1": ["tokenize"]}
+    uses = "from course_lib.retrieval import tokenize\ndef answer(q, docs):\n    return [tokenize(d) for d in docs]"
+    assert _borrows_in(uses, "11", may_use={"tokenize"}) is None   # handed over for 11.1
+    assert _borrows_in(uses, "11") == "course_lib.retrieval.tokenize"   # and for nothing else
+
+
+def test_an_answer_that_imports_the_finished_parse_verdict_fails_11_3(tmp_path):
+    nb = load(ROOT / "exercises" / "11_agent_patterns_exercises.ipynb")
+    cell(nb, "ex11_3").source = ("from course_lib.planning import parse_verdict as _pv\n"
+                                 "def parse_verdict(text):\n    v = _pv(text)\n"
+                                 "    return None if v.note else {'ok': v.ok, 'feedback': v.feedback}\n")
+    ex = by_exercise(grade(save(nb, tmp_path, "borrow11"), "11", timeout=60))
+    assert not ex["11.3"].passed and ex["11.3"].detail.startswith("refused: answer cell 'ex11_3' was not run")
+    assert "course_lib.planning" in ex["11.3"].detail and ex["11.4"].detail.startswith("not implemented yet")

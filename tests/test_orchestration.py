@@ -356,3 +356,34 @@ def test_odd_text_in_a_task_never_escapes_dispatch_and_still_saves(tmp_path):
     assert boss.run("시작") == "끝" and observations(boss) == [("helper", "받았습니다", False)]
     data = json.loads(boss.save(tmp_path / "odd.json").read_bytes().decode("utf-8"))
     assert data["subagents"][0]["goal"] == "이모지 😀 반쪽 \ufffd 그리고 NUL \x00 끝"
+
+
+def test_a_tools_step_cap_is_read_at_each_call_so_it_can_be_changed_between_runs():
+    """Lesson 11 lowers the accountant's cap on the tool (``tool.max_steps``), as ``as_tool(max_steps=...)`` does."""
+    for cap, is_error, says in [(1, True, "the accountant stopped without an answer (max_steps): Stopped after 1 "
+                                          "steps without an answer (the step cap is 1)."),
+                                (2, False, "총액은 $600입니다 (25 × $24). (The total is $600.)")]:
+        goal, orchestrator, team = team_demo()
+        team["accountant"].max_steps = cap
+        orchestrator.run(goal)
+        (_, content, error), = [o for o in observations(orchestrator) if o[0] == "accountant"]
+        assert error is is_error and says in content
+        assert team["accountant"].runs[0].sub_agent.max_steps == cap
+
+
+def test_each_call_is_drawn_once_depth_first_for_a_diagram():
+    """Lesson 11 draws call_edges of a delegation chain: one edge per level, in the order the calls were made."""
+    def make_helper():
+        return Agent({"delegate": delegate}, native(said("", ("delegate", {"task": "이 일을 맡아 주세요."})),
+                                                    said("I passed it on.")))
+    delegate = as_tool("delegate", make_helper, "Hand the task on.")
+    boss = Orchestrator({"delegate": delegate}, native(said("", ("delegate", {"task": "견적"})), said("끝.")))
+    boss.run("30개 견적")
+    tree = call_tree(boss)
+    assert [(call["agent"], call["stop_reason"], call["steps"]) for call in [tree["calls"][0],
+            tree["calls"][0]["calls"][0], tree["calls"][0]["calls"][0]["calls"][0]]] == [("delegate", "finish", 2)] * 3
+    assert call_edges(tree) == [("orchestrator", "delegate", "견적")] + [("delegate", "delegate", "이 일을 맡아 주세요.")] * 2
+    deepest = delegate.runs[-1]
+    assert deepest.depth == MAX_DEPTH and deepest.sub_agent.trace[0].runs[0].observation.content == (
+        "Error: delegate: not run: agents are already nested 3 deep and the limit is 3. Do this part yourself with "
+        "your tools, or answer with what you have.")

@@ -396,3 +396,43 @@ def test_a_bare_model_is_wrapped_in_an_agent_with_the_given_tools():
     model = ScriptedModel(script([("calculator", {"expression": "24*30"})], "720"))
     result = refine(model, "24×30?", lambda messages: '{"ok": true}', tools={"calculator": default_tools()["calculator"]})
     assert result.accepted and result.answer == "720" and len(model.calls) == 2
+
+
+# ---------------------------------------------------------------- through the real SDKs (the local stand-in server)
+def _sdk_model(provider, server):
+    from course_lib.models.anthropic import AnthropicModel
+    from course_lib.models.openai import OpenAIModel
+    if provider == "anthropic":
+        return AnthropicModel(base_url=server.url, api_key="sk-standin-test")
+    return OpenAIModel(base_url=server.url + "/v1", api_key="sk-standin-test")
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_the_planning_tools_pass_both_apis_checks_through_the_stand_in(provider):
+    """Lesson 11 runs the demo's script through both SDKs: the tools' schemas (an array of strings for items)
+    and every request are ones the APIs accept."""
+    from course_lib.standin import StandInServer
+    turns = [{"tool_calls": [{"name": tool, "args": args}]} for tool, args in PLAN_CALLS] + [PLAN_ANSWER]
+    with StandInServer(turns) as server:
+        todos = TodoList()
+        agent = Agent({**default_tools(), **todos.tools()}, _sdk_model(provider, server), max_steps=15)
+        assert agent.run(PLAN_GOAL) == PLAN_ANSWER
+        assert server.problems == [] and server.remaining == 0
+    assert (agent.stop_reason, agent.steps, todos.checklist()) == ("finish", 12, FINAL)
+    sent = server.requests[0]["body"]["tools"]
+    items = next(t for t in sent if (t.get("name") or t["function"]["name"]) == "create_todos")
+    schema = items.get("input_schema") or items["function"]["parameters"]
+    assert schema["properties"]["items"] == {"type": "array", "items": {"type": "string"},
+                                             "description": schema["properties"]["items"]["description"]}
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_a_critic_can_be_a_real_api_model(provider):
+    """Lesson 11's "a real critic": ask_critic sends the prompt through the SDK and reads the verdict it gets."""
+    from course_lib.standin import StandInServer
+    with StandInServer(['{"ok": false, "feedback": "It does not say whether shipping is free."}',
+                        'Both parts are answered.\n{"ok": true}']) as server:
+        critic = _sdk_model(provider, server)
+        verdicts = [ask_critic(critic, PLAN_GOAL, answer) for answer in ("총액은 $720입니다.", PLAN_ANSWER)]
+        assert server.problems == []
+    assert verdicts == [Verdict(False, "It does not say whether shipping is free."), Verdict(True)]

@@ -50,7 +50,8 @@ BUDGETS = {"tools.py": 390, "registry.py": 80, "describe.py": 195, "parsing.py":
            "approval.py": 180, "courseware/plots.py": 145, "courseware/widgets.py": 190,
            **{f"courseware/exercises/stage{n:02d}.py": 200 for n in range(1, 9)}, "courseware/exercises/stage06.py": 255,
            "courseware/exercises/stage07.py": 275, "courseware/exercises/stage03.py": 315,
-           "courseware/exercises/stage09.py": 300, "courseware/exercises/stage10.py": 360}
+           "courseware/exercises/stage09.py": 300, "courseware/exercises/stage10.py": 360,
+           "courseware/exercises/stage11.py": 340}
 STAGES = {"tools.py": "Stage 01", "registry.py": "Stage 02", "describe.py": "Stage 03",
           "parsing.py": "Stage 04", "dispatch.py": "Stage 05", "agent.py": "Stage 06",
           "models/scripted.py": "Stage 07", "models/anthropic.py": "Stage 08", "models/openai.py": "Stage 08",

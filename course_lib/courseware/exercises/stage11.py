@@ -1,0 +1,333 @@
+"""Stage 11 · agent patterns: BM25 scores, a checklist step ticked off, a critic's verdict, who called whom."""
+from __future__ import annotations
+
+import copy
+
+from ..checks import Case, Exercise
+from ...tools import ToolError
+
+# ---- 11.1 bm25_scores: the expected numbers are fixed; tests/test_cases_catch_wrong_solutions_stage11.py checks
+# each against course_lib.retrieval.BM25 and rank-bm25's BM25Okapi (the textbook implementation).
+DOCS = [["the", "unit", "price", "is", "24", "dollars"], ["orders", "of", "500", "dollars", "ship", "free"],
+        ["the", "next", "review", "is", "on", "thursday"],
+        ["ask", "finance", "about", "the", "travel", "allowance", "this", "year"], ["unit", "unit", "price"]]
+SATURATE = [["x", "y", "y", "y"], ["x", "x", "y", "y"], ["x", "x", "x", "x"], ["a", "b", "c", "d"],
+            ["e", "f", "g", "h"], ["i", "j", "k", "l"], ["m", "n", "o", "p"]]   # same length, x once, twice, 4 times
+LENGTHS = [["x", "a"], ["x", "b", "c", "d", "e", "f"], ["g"], ["h"], ["i"]]        # x once, in a short and a long one
+EVEN = [["x", "a"], ["x", "b"], ["c"], ["d"]]                                   # x in half of them: idf exactly 0
+EMPTIES = [["a"], [], ["a", "b"], []]
+KOREAN = [["단가", "가는", "개당", "24", "달러", "러입", "입니", "니다"],            # tokenize() of five memo lines
+          ["출장", "장비", "규정", "정은", "사내", "문서", "서를", "확인", "인하", "하세", "세요"],
+          ["다음", "회의", "의는", "목요", "요일", "일입", "입니", "니다"], ["회의", "메모"],
+          ["출장", "보고", "고서", "서는", "금요", "요일", "일까", "까지", "내세", "세요"]]
+
+
+def corpus(n: int = 5000) -> list[list[str]]:
+    """``n`` documents of 5 to 24 words from a vocabulary of about 20,000: an index of a big folder."""
+    return [[f"w{(i * 7919 + j * 104_729) % 20_011}" for j in range(5 + i % 20)] for i in range(n)]
+
+
+def scored(query, docs, **params):
+    """The learner's scores on copies, rounded to 4 decimals (a list that is not one is shown as it came)."""
+    def call(f):
+        got = f(copy.deepcopy(query), copy.deepcopy(docs), **params)
+        return [round(x, 4) for x in got] if isinstance(got, list) and all(
+            isinstance(x, (int, float)) and not isinstance(x, bool) for x in got) else got
+    return call
+
+
+def big(f) -> list:
+    """The 5,000-document corpus in three numbers: how many scores, the best document and its score."""
+    scores = f(["w1", "w17", "w9001"], corpus())
+    best = max(range(len(scores)), key=scores.__getitem__)
+    return [len(scores), best, round(scores[best], 4)]
+
+
+def docs_untouched(f) -> str:
+    docs = copy.deepcopy(DOCS)
+    f(["unit", "the"], docs)
+    return "unchanged" if docs == DOCS else "changed"
+
+
+FORMULA = "idf · f·(k1+1) / (f + k1·(1 − b + b·dl/avgdl)), summed over the query's words"
+FLOOR_HINT = ("'the' is in 3 of 5 documents, so ln((N − n + 0.5)/(n + 0.5)) < 0: use epsilon × the mean of the "
+              "raw idf of every distinct word in the documents instead")
+
+
+# ---- 11.2 complete: tick off one step of a checklist
+def todo(text: str, status: str = "todo", note: str = "") -> dict:
+    return {"text": text, "status": status, "note": note}
+
+
+PLAN = [todo("단가 확인 (unit price)", "done", "개당 $24"), todo("총액 계산 (total)"),
+        todo("대량 할인율 확인 (bulk discount)", "failed", "할인 정보 없음"), todo("견적 정리 (write the quote)")]
+MARKS = {"todo": "☐", "done": "☑", "failed": "✗"}
+
+
+def lines(todos) -> list:
+    """A checklist as the lesson draws it, one line per step: '2. ☑ 총액 계산 (total) — $720'."""
+    if not isinstance(todos, list) or not all(isinstance(t, dict) and set(t) == {"text", "status", "note"}
+                                              for t in todos):
+        return todos   # shown as it came: the expected value says what it should have been
+    return [f"{n}. {MARKS.get(t['status'], t['status'])} {t['text']}" + (f" — {t['note']}" if t["note"] else "")
+            for n, t in enumerate(todos, 1)]
+
+
+def ticked(todos, index, *note):
+    return lambda f: lines(f(copy.deepcopy(todos), index, *note))
+
+
+def said(f, todos, index, note="") -> str:
+    """The ToolError's message, or what came back instead."""
+    try:
+        got = f(copy.deepcopy(todos), index, note)
+    except ToolError as e:
+        return str(e)
+    return f"no ToolError: returned {got!r}"[:80]
+
+
+def plan_untouched(f) -> str:
+    todos = copy.deepcopy(PLAN)
+    got = f(todos, 2, "$720")
+    if todos != PLAN:
+        return "changed"
+    return "a new list" if got is not todos else "the input list itself"
+
+
+def has(*words):
+    return lambda got: isinstance(got, str) and not got.startswith("no ToolError") and all(w in got for w in words)
+
+
+# ---- 11.3 parse_verdict
+OK, REJECT = {"ok": True, "feedback": ""}, '{"ok": false, "feedback": "The goal also asks about shipping."}'
+SHIPPING = {"ok": False, "feedback": "The goal also asks about shipping."}
+
+
+# ---- 11.4 edges: who called whom in a call_tree
+def node(agent, task, *calls, **more) -> dict:
+    return {"agent": agent, "task": task, **more, "calls": list(calls)}
+
+
+RESEARCH, TOTAL = "부품 단가와 배송비 조건을 찾아 주세요.", "Work out the total for 25 units at $24 each."
+TEAM = node("orchestrator", "What do 25 units cost?", node("researcher", RESEARCH), node("accountant", TOTAL))
+NESTED = node("orchestrator", "Quote 25 units", node("researcher", RESEARCH, node("translator", "단가를 영어로")),
+              node("accountant", TOTAL, node("checker", "Check 25*24", node("calculator_bot", "25*24"))))
+
+
+def chain(depth: int) -> dict:
+    tree = node(f"agent{depth}", "the last task")
+    for n in range(depth - 1, -1, -1):
+        tree = node(f"agent{n}", f"task {n}", tree)
+    return tree
+
+
+def walked(tree):
+    return lambda f: f(copy.deepcopy(tree))
+
+
+def loop_tree(f):
+    tree = node("orchestrator", "goal", node("researcher", "find"))
+    tree["calls"][0]["calls"].append(tree)   # a tree that contains itself: no call tree can
+    return f(tree)
+
+
+def tree_untouched(f) -> str:
+    tree = copy.deepcopy(NESTED)
+    f(tree)
+    return "unchanged" if tree == NESTED else "changed"
+
+
+# Finished functions the notebook hands over on purpose: the setup cell's tokenize, to try 11.1 on text.
+MAY_USE = {"11.1": {"tokenize"}}
+
+EXERCISES = {
+    "11.1": Exercise("BM25 scores, as rank-bm25 computes them", [
+        Case("one word in one document", scored(["thursday"], DOCS), expected=[0.0, 0.0, 1.0818, 0.0, 0.0],
+             hint=f"a document scores {FORMULA}; a document without the word gets 0 from it"),
+        Case("two words add up", scored(["unit", "price"], DOCS), expected=[0.6627, 0.0, 0.0, 0.0, 0.9988],
+             hint="add one term per query word: the short document 5 holds 'unit' twice and 'price' once"),
+        Case("a query word twice counts twice", scored(["price", "price"], DOCS),
+             expected=[0.6627, 0.0, 0.0, 0.0, 0.8597],
+             hint="loop over the query's tokens as they are, repeats included: no set(query_tokens)"),
+        Case("more matches help less and less", scored(["x"], SATURATE), expected=[0.2513, 0.359, 0.4569, 0, 0, 0, 0],
+             hint="f is how many times the word is in that document: f·(k1+1)/(f + k1·…) grows ever more slowly"),
+        Case("a longer document is discounted", scored(["x"], LENGTHS), expected=[0.3508, 0.1893, 0.0, 0.0, 0.0],
+             hint="dl is the document's length in tokens and avgdl the mean length of all documents"),
+        Case("k1=0: only whether the word is there", scored(["unit", "price"], DOCS, k1=0),
+             expected=[0.6729, 0.0, 0.0, 0.0, 0.6729],
+             hint="with k1=0 a document without the word would divide 0 by 0: only score the documents that "
+                  "hold the word (the rest get 0 from it)"),
+        Case("b=0: no length discount", scored(["unit", "price"], DOCS, b=0), expected=[0.6729, 0, 0, 0, 0.8171],
+             hint="use the b you are given: 1 − b + b·dl/avgdl"),
+        Case("in most documents: the epsilon floor", scored(["the"], DOCS), expected=[0.2203, 0.0, 0.2203, 0.1911, 0],
+             hint=FLOOR_HINT),
+        Case("epsilon=0: a common word adds nothing", scored(["the"], DOCS, epsilon=0), expected=[0, 0, 0, 0, 0],
+             hint="the floor is epsilon × the mean idf: with epsilon=0 it is 0"),
+        Case("a common and a rare word", scored(["the", "review"], DOCS), expected=[0.2203, 0, 1.3021, 0.1911, 0],
+             hint=FLOOR_HINT),
+        Case("idf exactly 0 is not floored", scored(["x"], EVEN), expected=[0.0, 0.0, 0.0, 0.0],
+             hint="only an idf below 0 is replaced: x in 2 of 4 documents has idf ln(2.5/2.5) = 0, which stays"),
+        Case("empty documents count", scored(["b"], EMPTIES), expected=[0.0, 0.0, 0.4842, 0.0],
+             hint="an empty document is one of the N documents and has length 0 in the mean length"),
+        Case("Korean pairs", scored(["다음", "회의"], KOREAN), expected=[0.0, 0.0, 1.4187, 0.5057, 0.0],
+             hint="tokens are tokens: Korean pairs score like any other word"),
+        Case("a word in no document", scored(["weather"], DOCS), expected=[0.0] * 5,
+             hint="a word no document holds adds nothing (and must not raise a KeyError)"),
+        Case("an empty query", scored([], DOCS), expected=[0.0] * 5, hint="nothing to add: every score is 0.0"),
+        Case("no documents", scored(["unit"], []), expected=[], hint="no documents, no scores: return []"),
+        Case("every document empty", scored(["unit"], [[], []]), expected=[0.0, 0.0],
+             hint="avgdl is 0 here: never divide by it for a document that does not hold the word"),
+        Case("the documents are not changed", docs_untouched, expected="unchanged",
+             hint="count with collections.Counter(doc); never sort or remove from the lists you are given"),
+        Case("5,000 documents", big, expected=[5000, 2441, 9.8667],
+             hint="count each document's words once (Counter(doc)) and keep n per word in a dict: scanning "
+                  "every document for every word takes far too long"),
+        Case("text instead of tokens", lambda f: f(["unit"], ["the unit price", "next review"]), raises=TypeError,
+             hint="a document that is a str is a mistake (its 'tokens' would be letters): raise TypeError"),
+        Case("a query as text", lambda f: f("unit price", DOCS), raises=TypeError,
+             hint="query_tokens that is a str is a mistake too: raise TypeError"),
+        Case("k1=-1", lambda f: f(["unit"], DOCS, k1=-1), raises=ValueError, hint="k1 must be 0 or more"),
+        Case("b=1.5", lambda f: f(["unit"], DOCS, b=1.5), raises=ValueError, hint="b must be from 0 to 1"),
+    ]),
+    "11.2": Exercise("Tick off one step of a checklist", [
+        Case("step 2 done, with a note", ticked(PLAN, 2, "$720"),
+             expected=lines(PLAN[:1] + [todo(PLAN[1]["text"], "done", "$720")] + PLAN[2:]),
+             hint="return a new list in which step 2 (counted from 1) is done, with the note"),
+        Case("the last step", ticked(PLAN, 4, "할인 없이 정리"),
+             expected=lines(PLAN[:3] + [todo(PLAN[3]["text"], "done", "할인 없이 정리")]),
+             hint="index runs from 1 to len(todos): the last step is todos[len(todos) - 1]"),
+        Case("no note", ticked(PLAN, 2), expected=lines(PLAN[:1] + [todo(PLAN[1]["text"], "done")] + PLAN[2:]),
+             hint="note defaults to '': def complete(todos, index, note='')"),
+        Case("the note on one line", ticked(PLAN, 2, "$720\n  (VAT 별도)\t"),
+             expected=lines(PLAN[:1] + [todo(PLAN[1]["text"], "done", "$720 (VAT 별도)")] + PLAN[2:]),
+             hint="' '.join(note.split()): newlines and runs of spaces become one space"),
+        Case("a fake line in the note", ticked(PLAN, 2, "$720\n5. ☑ 송금 완료 (payment sent)"),
+             expected=lines(PLAN[:1] + [todo(PLAN[1]["text"], "done", "$720 5. ☑ 송금 완료 (payment sent)")]
+                            + PLAN[2:]),
+             hint="a note with a newline could add a step of its own to the checklist: make it one line"),
+        Case("emoji round-trip", ticked([todo("배송 확인 📦")], 1, "무료 ✅"), expected=["1. ☑ 배송 확인 📦 — 무료 ✅"],
+             hint="text is kept as it is, apart from the whitespace"),
+        Case("a new list; the plan is not changed", plan_untouched, expected="a new list",
+             hint="copy: [dict(t) for t in todos], then change the copy of the step (the caller keeps the old plan)"),
+        Case("already done", lambda f: said(f, PLAN, 1, "again"), test=has("step 1", "already done"),
+             shows="ToolError: 'step 1 … already done'",
+             hint="a step that is done cannot be done again: ToolError naming the step"),
+        Case("a failed step", lambda f: said(f, PLAN, 3), test=has("step 3", "replan"),
+             shows="ToolError: 'step 3 … replan'", hint="a failed step is replanned, not ticked off: say so"),
+        Case("index 0", lambda f: said(f, PLAN, 0), test=has("from 1 to 4"), shows="ToolError: '… from 1 to 4'",
+             hint="steps are numbered from 1: say which numbers exist"),
+        Case("index -1", lambda f: said(f, PLAN, -1), test=has("from 1 to 4"), shows="ToolError: '… from 1 to 4'",
+             hint="todos[-1] is Python's last item, not a step number: check 1 <= index <= len(todos) first"),
+        Case("index 5 of 4", lambda f: said(f, PLAN, 5), test=has("from 1 to 4"), shows="ToolError: '… from 1 to 4'",
+             hint="there is no step 5 in a plan of 4"),
+        Case("index True", lambda f: said(f, PLAN, True), test=has("from 1 to 4"), shows="ToolError: '… from 1 to 4'",
+             hint="True is an int in Python: test type(index) is int"),
+        Case("index 2.0", lambda f: said(f, PLAN, 2.0), test=has("from 1 to 4"), shows="ToolError: '… from 1 to 4'",
+             hint="a step number is a whole number (type int), not a float"),
+        Case("index '2'", lambda f: said(f, PLAN, "2"), test=has("from 1 to 4"), shows="ToolError: '… from 1 to 4'",
+             hint="the model may send text: a str is no step number"),
+        Case("no plan yet", lambda f: said(f, [], 1), test=has("no plan"), shows="ToolError: '… no plan …'",
+             hint="an empty list has no steps: say there is no plan yet"),
+        Case("300 characters of note", lambda f: lines(f(copy.deepcopy(PLAN), 2, " " + "x" * 300 + " "))[1][-3:],
+             expected="xxx", hint="measure the note after joining its whitespace: 300 characters are fine"),
+        Case("301 characters of note", lambda f: said(f, PLAN, 2, "x" * 301), test=has("300"),
+             shows="ToolError: '… 300 …'", hint="a note over 300 characters is refused, naming the limit"),
+        Case("a note that is not text", lambda f: said(f, PLAN, 2, ["$720"]), test=has("300"),
+             shows="ToolError: '… 300 …'", hint="the note must be a str: the same ToolError"),
+        Case("an invisible character", lambda f: said(f, PLAN, 2, "$7\u200b20"), test=has("300"),
+             shows="ToolError: '… 300 …'",
+             hint="a zero-width space hides in the checklist: after joining the whitespace, refuse a note that is "
+                  "not note.isprintable()"),
+    ]),
+    "11.3": Exercise("Read a critic's verdict", [
+        Case("accepted", lambda f: f('{"ok": true}'), expected=OK, hint="return {'ok': True, 'feedback': ''}"),
+        Case("rejected, with feedback", lambda f: f(REJECT), expected=SHIPPING,
+             hint="a rejection carries its feedback"),
+        Case("amid chatter and a fence", lambda f: f("Checked.\n```json\n" + REJECT + "\n```\nHope that helps!"),
+             expected=SHIPPING, hint="try json.JSONDecoder().raw_decode(text, i) at each '{'"),
+        Case("skip objects without ok", lambda f: f('Set {a} first, then {"note": 1} and '
+                                                    '{"ok": false, "feedback": "배송비를 빠뜨림"}'),
+             expected={"ok": False, "feedback": "배송비를 빠뜨림"},
+             hint="{a} is no JSON and {\"note\": 1} has no 'ok': go on to the next '{'"),
+        Case("inside another object", lambda f: f('{"verdict": {"ok": true}}'), expected=OK,
+             hint="the outer object has no 'ok'; the '{' inside it starts one that has"),
+        Case("a draft in <think> is not the verdict",
+             lambda f: f('<think>{"ok": false, "feedback": "draft"}</think>{"ok": true}'), expected=OK,
+             hint="read only what follows the last '</think>'"),
+        Case("only a draft", lambda f: f('<think>{"ok": true}</think>Let me look again.'), expected=None,
+             hint="after '</think>' there is no verdict: None"),
+        Case("feedback on one line", lambda f: f('{"ok": false, "feedback": "Say whether\\n  shipping is free."}'),
+             expected={"ok": False, "feedback": "Say whether shipping is free."},
+             hint="' '.join(feedback.split())"),
+        Case("feedback of 5,000 characters", lambda f: len(f('{"ok": false, "feedback": "' + "x" * 5000 + '"}')
+                                                           ["feedback"]),
+             expected=1000, hint="cut the feedback to its first 1,000 characters"),
+        Case("accepted with a comment", lambda f: f('{"ok": true, "feedback": "Clear and complete."}'),
+             expected={"ok": True, "feedback": "Clear and complete."}, hint="keep the feedback that came with a yes"),
+        Case("accepted, feedback not text", lambda f: f('{"ok": true, "feedback": 5}'), expected=OK,
+             hint="feedback that is not a str counts as ''"),
+        Case('"ok": "yes"', lambda f: f('{"ok": "yes"}'), expected=None,
+             hint="ok must be true or false (type bool): anything else is no verdict"),
+        Case('"ok": 1', lambda f: f('{"ok": 1}'), expected=None, hint="1 is not true: check type(ok) is bool"),
+        Case('"ok": null', lambda f: f('{"ok": null}'), expected=None, hint="None is not a verdict either"),
+        Case("the first ok decides", lambda f: f('{"ok": "maybe"} then {"ok": true}'), expected=None,
+             hint="the first object with 'ok' is the verdict; if it is unusable, there is none"),
+        Case("rejected without feedback", lambda f: f('{"ok": false}'), expected=None,
+             hint="a no without feedback gives the agent nothing to fix: None"),
+        Case("feedback of spaces", lambda f: f('{"ok": false, "feedback": " \\n "}'), expected=None,
+             hint="feedback that is empty after joining its whitespace is no feedback"),
+        Case("feedback as a list", lambda f: f('{"ok": false, "feedback": ["add shipping"]}'), expected=None,
+             hint="feedback must be a str"),
+        Case("prose only", lambda f: f("Looks good to me!"), expected=None, hint="no JSON object: None"),
+        Case("broken JSON", lambda f: f('{"ok": tru}'), expected=None, hint="catch the decoder's ValueError"),
+        Case("empty", lambda f: f(""), expected=None, hint="nothing to read: None"),
+        Case("not text", lambda f: f(None), expected=None, hint="not a str: None, never an exception"),
+        Case("a million {", lambda f: f("{" * 1_000_000), expected=None,
+             hint="read at most the first 20,000 characters"),
+        Case("nested 100,000 deep", lambda f: f('{"ok": ' + "[" * 100_000), expected=None,
+             hint="the decoder raises RecursionError on deep nesting: catch it like a ValueError"),
+        Case("60 empty objects first", lambda f: f("{} " * 60 + '{"ok": true}'), expected=None,
+             hint="try at most the first 50 '{': a verdict comes early, and junk must not cost much"),
+        Case("after 20,000 characters", lambda f: f(" " * 20_000 + '{"ok": true}'), expected=None,
+             hint="only the first 20,000 characters (after the last '</think>') are read"),
+    ]),
+    "11.4": Exercise("Who called whom", [
+        Case("no calls", walked(node("orchestrator", "goal")), expected=[],
+             hint="an agent that called nobody gives no edges"),
+        Case("a team of two", walked(TEAM),
+             expected=[("orchestrator", "researcher", RESEARCH), ("orchestrator", "accountant", TOTAL)],
+             hint="one (caller, callee, task) tuple per call, in the order of 'calls'"),
+        Case("nested: depth first", walked(NESTED),
+             expected=[("orchestrator", "researcher", RESEARCH), ("researcher", "translator", "단가를 영어로"),
+                       ("orchestrator", "accountant", TOTAL), ("accountant", "checker", "Check 25*24"),
+                       ("checker", "calculator_bot", "25*24")],
+             hint="after each call, everything that callee called, before the caller's next call"),
+        Case("the same agent twice", walked(node("o", "g", node("r", "first"), node("r", "second"))),
+             expected=[("o", "r", "first"), ("o", "r", "second")], hint="each call is an edge, even to the same agent"),
+        Case("a task on one line", walked(node("o", "g", node("r", "Find\n  the price\t"))),
+             expected=[("o", "r", "Find the price")], hint="' '.join(task.split()): a task keeps to one line"),
+        Case("other keys are ignored", walked(node("o", "g", node("r", "t", steps=3, usage={"input_tokens": 5}),
+                                                   stop_reason="finish")),
+             expected=[("o", "r", "t")], hint="only 'agent', 'task' and 'calls' matter"),
+        Case("300 deep", lambda f: (lambda e: [len(e), e[-1]])(f(chain(300))),
+             expected=[300, ("agent299", "agent300", "the last task")],
+             hint="a chain of agents gives one edge per level"),
+        Case("5,000 calls", lambda f: len(f(node("o", "g", *[node(f"a{i}", f"t{i}") for i in range(5000)]))),
+             expected=5000, hint="one pass: append to one list"),
+        Case("the tree is not changed", tree_untouched, expected="unchanged", hint="only read the tree"),
+        Case("not a dict", lambda f: f([("o", "r", "t")]), raises=ValueError, hint="a tree is a dict: ValueError"),
+        Case("no agent", lambda f: f({"task": "g", "calls": []}), raises=ValueError,
+             hint="every node needs an 'agent' that is a str"),
+        Case("agent not text", lambda f: f(node(None, "g")), raises=ValueError, hint="'agent' must be a str"),
+        Case("calls is None", lambda f: f({"agent": "o", "task": "g", "calls": None}), raises=ValueError,
+             hint="'calls' must be a list: check isinstance(node.get('calls'), list) before walking it"),
+        Case("no calls key", lambda f: f(node("o", "g", {"agent": "r", "task": "t"})), raises=ValueError,
+             hint="every node needs 'calls', a leaf too: an empty list"),
+        Case("a call that is not a dict", lambda f: f(node("o", "g", "researcher")), raises=ValueError,
+             hint="each item of 'calls' is a node: a dict"),
+        Case("a call without a task", lambda f: f(node("o", "g", {"agent": "r", "calls": []})), raises=ValueError,
+             hint="each call needs its 'task' as a str (only the top node's task is not used)"),
+        Case("a tree that contains itself", loop_tree, raises=ValueError,
+             hint="remember the id() of each node you visit: a node met twice is a loop, not a tree"),
+    ]),
+}
