@@ -150,7 +150,7 @@ class Agent:
         if self.done:
             return None
         if self.steps >= self.max_steps:
-            self._stop("max_steps", f"Stopped after {self.steps} steps without an answer "
+            self._stop("max_steps", f"Stopped after {self.steps} step{'s' * (self.steps != 1)} without an answer "
                                     f"(the step cap is {self.max_steps}).")
             return None
         over = self.budget.check(self) if self.budget is not None else None   # stage 09: before, not after

@@ -107,3 +107,14 @@ def test_reprs_show_a_thought_only_when_there_is_one():
                                     "{\"answer\": \"2\"}}', thought='done', runs=[], error=None, answer='2')")
     agent.run("again")
     assert "thought" not in repr(agent.trace[0])
+
+
+def test_the_step_cap_message_counts_one_step_as_one_step():
+    from course_lib.models import ScriptedModel as Model
+    one = Agent(default_tools(), Model([act("calculator", expression="1+1")]), max_steps=1)
+    one.run("2?")
+    assert one.answer.startswith("Stopped after 1 step without an answer (the step cap is 1)")
+    two = Agent(default_tools(), Model([act("calculator", expression="1+1"), act("calculator", expression="2+2")]),
+                max_steps=2)
+    two.run("2?")
+    assert two.answer.startswith("Stopped after 2 steps without an answer")

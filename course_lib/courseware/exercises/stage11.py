@@ -325,6 +325,10 @@ EXERCISES = {
              hint="every node needs 'calls', a leaf too: an empty list"),
         Case("a call that is not a dict", lambda f: f(node("o", "g", "researcher")), raises=ValueError,
              hint="each item of 'calls' is a node: a dict"),
+        Case("a call that is None, between two good ones", lambda f: f(node("o", "g", node("a", "t1"), None,
+                                                                          node("b", "t2"))),
+             raises=ValueError, hint="None is not a node either: check every item, and do not use None as an "
+                                     "end marker"),
         Case("a call without a task", lambda f: f(node("o", "g", {"agent": "r", "calls": []})), raises=ValueError,
              hint="each call needs its 'task' as a str (only the top node's task is not used)"),
         Case("a tree that contains itself", loop_tree, raises=ValueError,
