@@ -66,6 +66,16 @@ def per_run_steps_per_second(runs: int = 5_000) -> tuple[float, float]:
     return steps / best_of(5, ours), steps / best_of(5, seed)
 
 
+def eval_seconds(jobs: int, latency_ms: int = 50, repeats: int = 3) -> float:
+    """The stage-12 suite (18 tasks, the careful stand-in) with a simulated delay per model call, as
+    `course eval --latency-ms 50 --jobs N` runs it: best of `repeats`, in seconds."""
+    from course_lib.evaluation import careful, load_tasks, run_suite, summarise
+    logging.getLogger("course_lib.agent").setLevel(logging.WARNING)
+    tasks = load_tasks()
+    assert summarise(run_suite(tasks, careful, jobs=jobs))["pass_rate"] == 1.0   # the same work either way
+    return best_of(repeats, lambda: run_suite(tasks, careful, jobs=jobs, latency_ms=latency_ms))
+
+
 def parse_ms(text: str) -> float:
     parsed = parse_reply(text)
     assert parsed.ok, parsed.error
@@ -89,6 +99,9 @@ def main() -> None:
     print(f"loop, 'repeat' script (search):  {loop_steps_per_second('repeat', 400):8,.0f} steps/s")
     print(f"parse_reply, short action:       {parse_ms(action) * 1000:6.1f} µs")
     print(f"parse_reply, 1 MB prose+action:  {parse_ms(one_mb):6.1f} ms")
+    serial, eight = eval_seconds(1), eval_seconds(8)
+    print(f"course eval, 50 ms per call:     {serial:6.2f} s with --jobs 1, {eight:6.3f} s with --jobs 8: "
+          f"{serial / eight:.1f}× faster (issue 14 asks for at least 5×)")
     import parse_bench   # every hostile shape beside json.loads of 1 MB
     print("\n".join(parse_bench.report()))
 

@@ -1,7 +1,8 @@
 """course_lib — the helper library of "Build an LLM Agent from Scratch".
 
 One module per stage, in teaching order: ``tools`` (01), ``registry`` (02), ``describe`` (03),
-``parsing`` (04), ``dispatch`` (05), ``agent`` (06), ``models`` (07, 08), ``safety`` (09), ``memory`` (10).
+``parsing`` (04), ``dispatch`` (05), ``agent`` (06), ``models`` (07, 08), ``safety`` (09), ``memory`` (10),
+``retrieval``, ``planning``, ``orchestration`` and ``structured`` (11), ``evaluation`` (12), ``mcp_bridge`` (13).
 Importing this package does nothing visible and loads none of them; the names below are fetched from their
 module on first use.
 """
@@ -23,6 +24,7 @@ _EXPORTS = {
     "Budget": "safety", "ToolPolicy": "safety", "mark_untrusted": "safety", "only": "safety",
     "with_time_limit": "safety", "estimate_tokens": "safety",
     "trim_window": "memory", "summarise": "memory", "MemoryStore": "memory",
+    "connect_mcp": "mcp_bridge",   # stage 13; the mcp SDK itself loads only when a server is started
 }
 __all__ = sorted(_EXPORTS)
 

@@ -11,7 +11,8 @@ scripted judges ``lenient_judge``, ``length_judge`` and ``chatty_judge`` show ho
 task's reference calls (``careful`` as written, ``sloppy`` with the wrong tool and left-to-right arithmetic,
 ``looping`` stuck on its first call). ``run_suite`` runs every task (× ``repeat``) with its own Agent, ``jobs``
 at a time, in task order; a simulated ``latency_ms`` per model call shows what concurrency buys, rate limits are
-retried with backoff (``with_retries``), and a model that raises is a failed run, never a crash.
+retried with backoff (``with_retries``), and a model that raises is a failed run, never a crash. Ctrl-C raises
+``Interrupted`` with the runs that had finished; runs under way stop at their next model call.
 ``summarise`` gives pass rate, pass^k, steps, tokens and cost; ``compare`` names regressions and fixes.
 
 Leaves out: statistics (confidence intervals, how many repeats are enough), graders that run code or read
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 import unicodedata
 from collections import Counter, defaultdict
@@ -43,12 +45,10 @@ _NUMBER = re.compile(r"(?<![\d.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")   # 2
 def load_tasks(path=None) -> list[dict]:
     """The tasks in ``path`` (default: the course's suite), each checked: a mistake in the data is a ValueError."""
     tasks = json.loads(Path(path or TASKS_FILE).read_text(encoding="utf-8"))
-    seen = set()
-    for task in tasks:
+    for k, task in enumerate(tasks):
         check_task(task)
-        if task["id"] in seen:
+        if task["id"] in (t["id"] for t in tasks[:k]):
             raise ValueError(f"two tasks have the id {task['id']!r}")
-        seen.add(task["id"])
     return tasks
 
 
@@ -106,8 +106,7 @@ def grade_answer(task: dict, answer) -> dict:
     """``{"passed": bool, "why": str}`` for ``answer`` under ``task["check"]``: ``exact`` (after trimming
     spaces), ``number`` (the answer's first number within ``tolerance``), ``contains`` (every text, ignoring
     case) or ``regex`` (``re.search``: anchor it with ^ and $ to match the whole answer)."""
-    check, text = task["check"], _norm(answer)
-    kind = check["type"]
+    check, text, kind = task["check"], _norm(answer), task["check"]["type"]
     if kind == "exact":
         ok = text == _norm(check["value"])
     elif kind == "number":
@@ -134,10 +133,6 @@ def describe_check(check: dict) -> str:
             "regex": lambda: f"text matching the pattern {check['pattern']!r}"}[kind]()
 
 
-def tools_used(agent) -> list[str]:
-    return [run.tool for step in agent.trace for run in step.runs]
-
-
 def cost_of(agent) -> dict:
     """Tokens in and out and their cost at the example prices: reported usage, else stage 10's estimate."""
     return Budget(max_cost=1.0).spent(agent)
@@ -146,13 +141,11 @@ def cost_of(agent) -> dict:
 def grade_trajectory(task: dict, agent) -> dict:
     """``{"passed": bool, "why": str}``: every required tool used, no forbidden one, the run finished within
     ``max_steps``, and cost no more than ``max_cost``."""
-    used, problems = tools_used(agent), []
+    used, problems = [run.tool for step in agent.trace for run in step.runs], []
     missing = [t for t in task.get("required_tools", []) if t not in used]
     banned = sorted(set(used) & set(task.get("forbidden_tools", [])))
-    if missing:
-        problems.append(f"never called {', '.join(missing)}")
-    if banned:
-        problems.append(f"called forbidden {', '.join(banned)}")
+    for label, tools in (("never called", missing), ("called forbidden", banned)):
+        problems += [f"{label} {', '.join(tools)}"] if tools else []
     if agent.stop_reason != "finish":
         problems.append(f"did not finish (stop reason {agent.stop_reason!r})")
     if agent.steps > task["max_steps"]:
@@ -201,8 +194,8 @@ def chatty_judge(messages) -> str:
 def judge_demo(tasks=None) -> list[dict]:
     """Rule-based grade vs each scripted judge on answers chosen to expose them: one row per (answer, judge)."""
     by_id = {t["id"]: t for t in (tasks or load_tasks())}
-    cases = [("unit-price-7", "168 dollars."), ("unit-price-7", "Definitely 186 dollars: seven units at $24 each, "
-                                                                "I checked the price list carefully."),
+    confident = "Definitely 186 dollars: seven units at $24 each, I checked the price list carefully."
+    cases = [("unit-price-7", "168 dollars."), ("unit-price-7", confident),
              ("divide-by-zero", "It cannot be computed: division by zero is undefined."), ("power-of-two", "1024")]
     rows = []
     for task_id, answer in cases:
@@ -262,13 +255,11 @@ def careful(task: dict):
     return _solver(task, "careful")
 
 
-def sloppy(task: dict):
-    """A scripted stand-in: searches documents instead of looking facts up, and computes left to right."""
+def sloppy(task: dict):   # searches documents instead of looking facts up, and computes left to right
     return _solver(task, "sloppy")
 
 
-def looping(task: dict):
-    """A scripted stand-in: repeats the task's first call until the step cap stops it."""
+def looping(task: dict):   # repeats the task's first call until the step cap stops it
     return _solver(task, "looping")
 
 
@@ -282,26 +273,26 @@ class RateLimitError(ModelError):
 
 def is_rate_limit(error: BaseException) -> bool:
     """A RateLimitError, or a ModelError saying "rate limit" (a key without quota is no rate limit)."""
-    text = str(error).lower()
-    if isinstance(error, RateLimitError) or isinstance(error.__cause__, RateLimitError):   # kept as the cause
-        return True
-    return (isinstance(error, ModelError) and "not a rate limit" not in text
-            and re.search(r"rate[- ]limit", text) is not None)
+    text = str(error).lower()   # the cause too: with_retries keeps a RateLimitError as a ModelError's cause
+    return isinstance(error, RateLimitError) or isinstance(error.__cause__, RateLimitError) or (
+        isinstance(error, ModelError) and "not a rate limit" not in text and bool(re.search(r"rate[- ]limit", text)))
 
 
 class with_retries:
     """``model`` with a simulated ``latency_ms`` before each call, rate limits retried ``retries`` times after
     ``backoff``, 2 × ``backoff``, 4 × ... seconds, and any other exception turned into a ModelError (the agent
-    then stops cleanly). ``retried`` counts the retries."""
+    then stops cleanly). Once ``stop`` (a threading.Event) is set, no further call is made. ``retried`` counts."""
 
-    def __init__(self, model, *, retries: int = 3, backoff: float = 0.5, latency_ms: float = 0, sleep=time.sleep):
+    def __init__(self, model, *, retries: int = 3, backoff: float = 0.5, latency_ms: float = 0, sleep=time.sleep,
+                 stop=None):
         self.model, self.retries, self.backoff, self.latency_ms, self.sleep = model, retries, backoff, latency_ms, sleep
         self.native_tools, self.retried = getattr(model, "native_tools", False), 0
+        self.stop = stop if stop is not None else threading.Event()   # set: make no further call
 
     def complete(self, messages, tools=None) -> Reply:
         for attempt in range(self.retries + 1):
-            if self.latency_ms:
-                time.sleep(self.latency_ms / 1000)
+            if self.latency_ms and self.stop.wait(self.latency_ms / 1000) or self.stop.is_set():
+                raise ModelError("not called: the run was interrupted (Ctrl-C)")
             try:
                 complete = getattr(self.model, "complete", None)
                 return Reply.coerce(complete(messages, tools) if complete else self.model(messages))
@@ -314,11 +305,11 @@ class with_retries:
 
 
 def run_task(task: dict, make_model, *, repeat: int = 0, latency_ms: float = 0, retries: int = 3,
-             backoff: float = 0.5, tools=None) -> dict:
+             backoff: float = 0.5, tools=None, stop=None) -> dict:
     """One run of ``task`` with a fresh Agent and ``make_model(task)``; the result record (never raises)."""
     start, agent, model, error = time.perf_counter(), None, None, None
     try:
-        model = with_retries(make_model(task), retries=retries, backoff=backoff, latency_ms=latency_ms)
+        model = with_retries(make_model(task), retries=retries, backoff=backoff, latency_ms=latency_ms, stop=stop)
         budget = Budget(max_cost=task["max_cost"]) if task.get("max_cost") else None
         agent = Agent(default_tools() if tools is None else tools, model, task["max_steps"], budget=budget)
         agent.run(task["goal"])
@@ -339,28 +330,47 @@ def run_task(task: dict, make_model, *, repeat: int = 0, latency_ms: float = 0, 
             "transcript": agent.transcript() if agent else None}
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or Stop) during ``run_suite``: ``results`` holds the runs that had finished, in task order."""
+    def __init__(self, results: list[dict], planned: int):
+        super().__init__(f"interrupted: {len(results)} of {planned} runs had finished")
+        self.results, self.planned = results, planned
+
+
 def run_suite(tasks, make_model, *, jobs: int = 1, repeat: int = 1, latency_ms: float = 0, on_result=None,
               retries: int = 3, backoff: float = 0.5, tools=None) -> list[dict]:
     """Run every task ``repeat`` times, ``jobs`` at a time (threads: the time goes in waiting for the model);
     results in task order (then repeat), whatever order they finish in. ``on_result(result)`` is called as
-    each run finishes, in the calling thread."""
+    each run finishes, in the calling thread. A KeyboardInterrupt becomes ``Interrupted``: runs not started
+    are cancelled, and runs under way end at their next model call (and are not in its ``results``)."""
     if type(jobs) is not int or jobs < 1 or type(repeat) is not int or repeat < 1:
         raise ValueError(f"jobs and repeat must be positive whole numbers, not {jobs!r} and {repeat!r}")
-    runs = [(task, r) for task in tasks for r in range(repeat)]
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run_task, task, make_model, repeat=r, latency_ms=latency_ms, retries=retries,
-                               backoff=backoff, tools=tools) for task, r in runs]
+    runs, stop = [(task, r) for task in tasks for r in range(repeat)], threading.Event()
+    pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="run_suite")
+    futures = [pool.submit(run_task, task, make_model, repeat=r, latency_ms=latency_ms, retries=retries,
+                           backoff=backoff, tools=tools, stop=stop) for task, r in runs]
+    try:
         for future in as_completed(futures):
             if on_result is not None:
                 on_result(future.result())
+    except KeyboardInterrupt:   # the finished runs are read before `stop` can end the others early
+        raise Interrupted([f.result() for f in futures if f.done()], len(runs)) from None
+    finally:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
     return [f.result() for f in futures]
+
+
+def _by_task(results: list[dict]) -> dict[str, list[bool]]:
+    by_task = defaultdict(list)
+    for r in results:
+        by_task[r["task"]].append(r["passed"])
+    return by_task
 
 
 def summarise(results: list[dict]) -> dict:
     """Pass rate over runs; pass^k: the share of tasks whose k repeats all passed; steps, tokens and cost."""
-    by_task = defaultdict(list)
-    for r in results:
-        by_task[r["task"]].append(r["passed"])
+    by_task = _by_task(results)
     runs, tokens_in, tokens_out = len(results), sum(r["input_tokens"] for r in results), sum(
         r["output_tokens"] for r in results)
     return {"runs": runs, "tasks": len(by_task), "k": max(map(len, by_task.values()), default=0),
@@ -374,12 +384,7 @@ def summarise(results: list[dict]) -> dict:
 
 def compare(old: list[dict], new: list[dict]) -> list[dict]:
     """Tasks whose share of passing runs changed: ``regression`` (lower now) or ``fix`` (higher), in task order."""
-    def rates(results):
-        by_task = defaultdict(list)
-        for r in results:
-            by_task[r["task"]].append(r["passed"])
-        return {task: sum(p) / len(p) for task, p in by_task.items()}
-    before, after = rates(old), rates(new)
+    before, after = ({task: sum(p) / len(p) for task, p in _by_task(results).items()} for results in (old, new))
     return [{"task": task, "change": "regression" if after[task] < before[task] else "fix",
              "before": before[task], "after": after[task]}
             for task in before if task in after and after[task] != before[task]]

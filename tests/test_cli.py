@@ -202,9 +202,73 @@ def test_eval_prints_a_row_per_run_with_the_reason_a_run_failed():
     lines = result.stdout.splitlines()
     assert lines[0] == "18 tasks × 1, model: sloppy (a scripted stand-in, not a model), 1 at a time"
     rows = lines[1:-1]
-    assert len(rows) == 18 and sum(row.startswith("✗") for row in rows) == 8
-    assert any("never called lookup" in row for row in rows if row.startswith("✗"))
+    assert [row[:7] for row in rows] == [f"[{n:>2}/18]" for n in range(1, 19)]   # a counter as runs finish
+    assert len(rows) == 18 and sum(row[7:].startswith(" ✗") for row in rows) == 8
+    unit = next(row for row in rows if " unit-price-7 #1 " in row)   # only the grade that failed is shown
+    assert unit.startswith("[ 1/18] ✗") and unit.endswith("never called lookup; called forbidden search_docs")
+    assert rows[2].startswith("[ 3/18] ✓ divide-by-zero #1") and " steps  2 " in rows[2]   # as lesson 12 shows it
+    trip = next(row for row in rows if " trip-cap-ko #1 " in row)
+    assert trip.endswith("found 330000; expected the number 255000 (± 0)")
     assert lines[-1].startswith("passed 10/18 (56%), pass^1 56%") and "at example prices" in lines[-1]
+    assert result.stderr == ""
+
+
+def test_eval_json_prints_progress_on_stderr_and_only_the_report_on_stdout():
+    result = run_cli("eval", "--model", "sloppy", "--jobs", "3", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)   # stdout is one JSON document, nothing else
+    assert (report["model"], report["planned"], report["interrupted"]) == ("sloppy", 18, False)
+    assert report["summary"]["passed"] == 10
+    progress = result.stderr.splitlines()
+    assert progress[0] == "18 tasks × 1, model: sloppy (a scripted stand-in, not a model), 3 at a time"
+    assert [line[:7] for line in progress[1:]] == [f"[{n:>2}/18]" for n in range(1, 19)]
+    assert sum(" ✗ " in line for line in progress) == 8 and any(line.endswith("✓ refund-docs #1") for line in progress)
+
+
+def _interrupted_eval(tmp_path, *extra):
+    """`course eval` with a slow simulated model, sent SIGINT (Ctrl-C) once the first finished run shows."""
+    import signal
+    import threading
+    out = tmp_path / "partial.json"
+    process = subprocess.Popen([sys.executable, "-m", "course_lib.courseware.cli", "eval", "--latency-ms", "400",
+                                "--out", str(out), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, encoding="utf-8")
+    guard = threading.Timer(120, process.kill)   # a hang guard only: no test here measures time
+    guard.start()
+    try:
+        watched = process.stderr if "--json" in extra else process.stdout
+        seen = [watched.readline(), watched.readline()]   # the header, then the first finished run
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate()
+    finally:
+        guard.cancel()
+        if process.poll() is None:
+            process.kill()
+    return process.returncode, seen, stdout, stderr, json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_ctrl_c_keeps_what_finished_prints_its_summary_and_exits_130(tmp_path):
+    code, seen, stdout, stderr, saved = _interrupted_eval(tmp_path)
+    assert code == 130 and "Traceback" not in stderr, stderr
+    assert seen[1].startswith("[ 1/18] ✓ unit-price-7 #1")
+    kept = saved["results"]
+    assert saved["interrupted"] is True and saved["planned"] == 18 and 1 <= len(kept) < 18
+    from course_lib.evaluation import load_tasks
+    assert [r["task"] for r in kept] == [t["id"] for t in load_tasks()[:len(kept)]]   # one at a time: the first n
+    assert all(r["passed"] and r["stop_reason"] == "finish" for r in kept)   # finished runs only: none cut short
+    assert saved["summary"]["runs"] == len(kept) and saved["summary"]["passed"] == len(kept)
+    assert stdout.splitlines()[-1].startswith(f"passed {len(kept)}/{len(kept)} (100%)")
+    assert f"interrupted: {len(kept)} of 18 runs had finished" in stderr
+
+
+def test_ctrl_c_with_json_still_prints_the_report(tmp_path):
+    code, seen, stdout, stderr, saved = _interrupted_eval(tmp_path, "--json", "--jobs", "2")
+    assert code == 130 and "Traceback" not in stderr, stderr
+    assert seen[1][:7] == "[ 1/18]"
+    report = json.loads(stdout)
+    assert report["interrupted"] is True and report["summary"] == saved["summary"]
+    kept = report["summary"]["runs"]
+    assert 1 <= kept < 18 and report["summary"]["stop_reasons"] == {"finish": kept}   # finished runs only
 
 
 def test_eval_saves_runs_and_compare_names_the_regressions(tmp_path):
@@ -228,3 +292,35 @@ def test_eval_with_a_real_model_and_no_key_says_what_to_set_and_exits_2():
 def test_eval_refuses_bad_options_with_a_usage_error(args):
     result = run_cli("eval", *args)
     assert result.returncode == 2 and "usage: course eval" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_course_eval_command_lesson_12_shows_prints_what_the_lesson_recorded():
+    """Lesson 12 runs `course eval --model sloppy --json` and shows its JSON: the same command, run here."""
+    import ast
+    from pathlib import Path
+    cells = json.loads((Path(__file__).parent.parent / "notebooks" / "12_evaluation.ipynb").read_text(encoding="utf-8"))
+    cell = next(c for c in cells["cells"] if "".join(c["source"]).startswith("command = ["))
+    command = ast.literal_eval("".join(cell["source"]).split("\n")[0].split("=", 1)[1].strip())
+    assert command == ["course", "eval", "--model", "sloppy", "--json"]
+    shown = "".join(cell["outputs"][0]["text"])
+    result = run_cli(*command[1:])
+    assert result.returncode == 0 and f"$ {' '.join(command)}    (exit status 0)" in shown
+    recorded = shown.split("\n", 1)[1].rsplit("\n(and on stderr", 1)[0]
+    assert json.loads(recorded) == json.loads(result.stdout)
+    assert f"(and on stderr, {len(result.stderr.splitlines())} progress lines" in shown
+
+
+def test_eval_runs_a_task_file_of_your_own(tmp_path):
+    own = [{"id": "twelve-units", "goal": "What do twelve units cost, in dollars?",
+            "check": {"type": "number", "value": 288, "tolerance": 0.01}, "required_tools": ["lookup", "calculator"],
+            "max_steps": 4, "reference": {"calls": [["lookup", {"topic": "단가"}], ["calculator", {"expression": "24*12"}]],
+                                          "answer": "{result} dollars."}}]
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps(own, ensure_ascii=False), encoding="utf-8")
+    result = run_cli("eval", "--tasks", str(path), "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["planned"], report["summary"]["passed"]) == (1, 1)
+    path.write_text(json.dumps([dict(own[0], check={"type": "numbr", "value": 288})]), encoding="utf-8")
+    broken = run_cli("eval", "--tasks", str(path))
+    assert broken.returncode == 2 and "task 'twelve-units'" in broken.stderr and "Traceback" not in broken.stderr

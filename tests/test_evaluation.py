@@ -10,7 +10,7 @@ from course_lib.agent import Agent
 from course_lib.evaluation import (CHECKS, SCRIPTED, RateLimitError, careful, chatty_judge, check_task, compare,
                                    first_number, grade_answer, grade_trajectory, is_rate_limit, judge_answer,
                                    judge_demo, left_to_right, length_judge, lenient_judge, load_tasks, looping,
-                                   run_suite, run_task, sloppy, summarise, with_retries)
+                                   run_suite, run_task, sloppy, summarise, with_retries, Interrupted)
 from course_lib.models.base import ModelError
 
 TASKS = load_tasks()
@@ -293,3 +293,82 @@ def test_compare_names_regressions_and_fixes_in_task_order():
                                  {"task": "b", "change": "fix", "before": 0.0, "after": 1.0}]
     rows = compare(run_suite(TASKS, careful), run_suite(TASKS, sloppy))
     assert len(rows) == 8 and {r["change"] for r in rows} == {"regression"}
+
+
+# ---------------------------------------------------------------- an interrupted suite keeps what finished
+def test_ctrl_c_keeps_the_finished_runs_cancels_the_rest_and_stops_runs_under_way():
+    """Two jobs: tasks 0 and 1 finish, the Ctrl-C arrives as the second result is reported, and any task started
+    after them (2 or 3, whichever a worker picked up meanwhile) is held in its first model call by a gate."""
+    import threading
+    gate, made, calls = threading.Event(), [], {}
+
+    def make(task):
+        made.append(task["id"])
+        inner = careful(task)
+
+        def model(messages):
+            calls[task["id"]] = calls.get(task["id"], 0) + 1
+            if task["id"] not in (TASKS[0]["id"], TASKS[1]["id"]):
+                gate.wait(timeout=30)   # a hang guard only: the test opens the gate itself
+            return inner(messages)
+        return model
+
+    reported = []
+
+    def on_result(result):
+        reported.append(result["task"])
+        if len(reported) == 2:
+            raise KeyboardInterrupt
+    try:
+        with pytest.raises(KeyboardInterrupt) as stopped:
+            run_suite(TASKS, make, jobs=2, on_result=on_result)
+    finally:
+        gate.set()
+    error = stopped.value
+    assert isinstance(error, Interrupted) and error.planned == 18 and "2 of 18 runs had finished" in str(error)
+    assert [r["task"] for r in error.results] == [TASKS[0]["id"], TASKS[1]["id"]]   # in task order, both finished
+    assert all(r["passed"] and r["stop_reason"] == "finish" for r in error.results)
+    for worker in [t for t in threading.enumerate() if t.name.startswith("run_suite")]:
+        worker.join(timeout=30)   # a hang guard: the workers end once the two held runs have stopped
+    first_two, first_four = {t["id"] for t in TASKS[:2]}, {t["id"] for t in TASKS[:4]}
+    assert first_two <= set(made) <= first_four and len(made) == len(set(made))   # tasks 4 to 17 never started
+    assert all(calls[held] == 1 for held in set(made) - first_two)   # a held run made no further call
+
+
+def test_a_stopped_model_wrapper_makes_no_call_and_says_why():
+    import threading
+    stop, model = threading.Event(), ScriptedModel([act("finish", answer="x")])
+    stop.set()
+    for latency in (0, 50):
+        with pytest.raises(ModelError, match=r"interrupted \(Ctrl-C\)"):
+            with_retries(model, latency_ms=latency, stop=stop).complete([{"role": "user", "content": "hi"}])
+    assert model.calls == []
+    result = run_task(BY_ID["power-of-two"], careful, stop=stop)
+    assert not result["passed"] and result["stop_reason"] == "model_error" and "interrupted" in result["error"]
+
+
+def test_jobs_bounds_the_runs_in_flight_and_on_result_runs_in_the_callers_thread():
+    """Three jobs: the first three runs meet at a barrier in their first model call (so three really ran at
+    once), and no more than three are ever inside a model call together."""
+    import threading
+    barrier, lock, active, most, threads = threading.Barrier(3, timeout=30), threading.Lock(), [0], [0], set()
+    first_three = {t["id"] for t in TASKS[:3]}
+
+    def make(task):
+        inner, waiting = careful(task), [task["id"] in first_three]
+
+        def model(messages):
+            with lock:
+                active[0] += 1
+                most[0] = max(most[0], active[0])
+            try:
+                if waiting.pop() if waiting else False:
+                    barrier.wait()   # the timeout is a hang guard: with three jobs all three arrive
+                return inner(messages)
+            finally:
+                with lock:
+                    active[0] -= 1
+        return model
+    results = run_suite(TASKS[:9], make, jobs=3, on_result=lambda r: threads.add(threading.current_thread()))
+    assert all(r["passed"] for r in results) and most[0] == 3
+    assert threads == {threading.current_thread()}

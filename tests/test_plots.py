@@ -79,3 +79,44 @@ def test_an_empty_run_still_draws(price_run):
     agent.run("x")
     for draw in (growth_plot, usage_plot, timeline_plot):
         assert png_bytes(draw(agent)).startswith(b"\x89PNG")
+
+
+# ---------------------------------------------------------------- stage 12: the evaluation figures
+@pytest.fixture(scope="module")
+def summaries():
+    from course_lib.evaluation import SCRIPTED, load_tasks, run_suite, summarise
+    tasks = load_tasks()
+    return {name: summarise(run_suite(tasks, make)) for name, make in SCRIPTED.items()}
+
+
+def test_pass_rate_plot_has_a_bar_per_model_labelled_n_of_n(summaries):
+    from course_lib.courseware.plots import pass_rate_plot
+    fig = pass_rate_plot(summaries)
+    ax = fig.axes[0]
+    heights = [round(bar.get_height(), 6) for bar in ax.patches]
+    assert heights == [100.0, round(100 * 10 / 18, 6), 0.0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["careful", "sloppy", "looping"]
+    assert [t.get_text() for t in ax.texts] == ["18/18", "10/18", "0/18"]   # the empty bar still says 0/18
+    assert ax.get_title() and ax.get_xlabel() == "model" and "passed (%)" in ax.get_ylabel()
+    assert tuple(fig.get_size_inches()) == (7.0, 3.2) and png_bytes(fig).startswith(b"\x89PNG")
+
+
+def test_cost_plot_has_one_labelled_point_per_model(summaries):
+    from course_lib.courseware.plots import cost_plot
+    fig = cost_plot(summaries)
+    ax = fig.axes[0]
+    points = [tuple(c.get_offsets()[0]) for c in ax.collections]
+    assert [(round(x, 6), round(y, 6)) for x, y in points] == [
+        (round(s["cost"], 6), round(100 * s["pass_rate"], 6)) for s in summaries.values()]
+    assert [t.get_text() for t in ax.texts] == ["careful", "sloppy", "looping"]
+    assert [t.xy for t in ax.texts] == [(s["cost"], 100 * s["pass_rate"]) for s in summaries.values()]
+    assert summaries["looping"]["cost"] > summaries["careful"]["cost"]   # running to the cap costs more, for nothing
+    assert ax.get_xlim()[1] > max(s["cost"] for s in summaries.values())   # no point sits on the edge
+    assert "USD" in ax.get_xlabel() and "example prices" in ax.get_xlabel() and ax.get_title()
+    assert png_bytes(fig).startswith(b"\x89PNG")
+
+
+def test_evaluation_plots_draw_with_no_runs_at_all():
+    from course_lib.courseware.plots import cost_plot, pass_rate_plot
+    for draw in (pass_rate_plot, cost_plot):
+        assert png_bytes(draw({})).startswith(b"\x89PNG")

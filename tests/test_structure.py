@@ -42,21 +42,26 @@ PACKAGE = Path(course_lib.__file__).parent
 # what it asks about (a write, or a tool call under a stage-09 policy). Stage 11's thought and tool_choice grew
 # parsing/agent (an optional thought, shown only when there is one), both adapters and base.py (tool_choice in
 # each API's words) and standin.py (tool_choice checked as each API documents and honoured by the script).
+# Lesson 12: cli.py shows a counter row per finished `course eval` run and keeps what finished on Ctrl-C (exit
+# 130), and serves MCP (`course mcp serve`, its code in mcp_bridge.py); plots.py draws pass rate per model and
+# cost against pass rate. mcp_bridge.py (stage 13) holds a server, a client with a hang guard and the schema
+# check, and says why a server failed (its last stderr lines; a print() on stdout named as the cause).
 BUDGETS = {"tools.py": 390, "registry.py": 80, "describe.py": 195, "parsing.py": 165,
            "dispatch.py": 190, "agent.py": 370, "safety.py": 445, "memory.py": 400, "retrieval.py": 265, "planning.py": 310, "orchestration.py": 200, "structured.py": 100, "evaluation.py": 390, "models/base.py": 195, "models/scripted.py": 125,
            "models/anthropic.py": 165, "models/openai.py": 125, "models/catalog.py": 265,
-           "models/remote.py": 135, "standin.py": 630, "courseware/cli.py": 400, "__init__.py": 45, "courseware/livecheck.py": 140, "courseware/grader.py": 670, "courseware/sandbox.py": 110,
+           "models/remote.py": 135, "standin.py": 630, "courseware/cli.py": 425, "__init__.py": 45, "courseware/livecheck.py": 140, "courseware/grader.py": 670, "courseware/sandbox.py": 110,
            "courseware/checks.py": 470, "courseware/injection_lab.py": 180, "courseware/grading.py": 100, "courseware/exercises/__init__.py": 10, "courseware/__init__.py": 10,
-           "approval.py": 180, "courseware/plots.py": 145, "courseware/widgets.py": 190,
+           "approval.py": 180, "courseware/plots.py": 170, "courseware/widgets.py": 190,
            **{f"courseware/exercises/stage{n:02d}.py": 200 for n in range(1, 9)}, "courseware/exercises/stage06.py": 255,
            "courseware/exercises/stage07.py": 275, "courseware/exercises/stage03.py": 315,
            "courseware/exercises/stage09.py": 300, "courseware/exercises/stage10.py": 360,
-           "courseware/exercises/stage11.py": 340}
+           "courseware/exercises/stage11.py": 340, "courseware/exercises/stage12.py": 300,
+           "courseware/exercises/stage13.py": 225, "mcp_bridge.py": 295}
 STAGES = {"tools.py": "Stage 01", "registry.py": "Stage 02", "describe.py": "Stage 03",
           "parsing.py": "Stage 04", "dispatch.py": "Stage 05", "agent.py": "Stage 06",
           "models/scripted.py": "Stage 07", "models/anthropic.py": "Stage 08", "models/openai.py": "Stage 08",
           "standin.py": "Stage 08", "safety.py": "Stage 09", "memory.py": "Stage 10", "retrieval.py": "Stage 11", "planning.py": "Stage 11",
-          "orchestration.py": "Stage 11", "structured.py": "Stage 11", "evaluation.py": "Stage 12"}
+          "orchestration.py": "Stage 11", "structured.py": "Stage 11", "evaluation.py": "Stage 12", "mcp_bridge.py": "Stage 13"}
 
 
 def test_every_module_has_a_budget():
@@ -119,7 +124,7 @@ def test_ls_course_lib_reads_as_the_stage_map():
     course_lib/courseware/ (SPEC §3)."""
     top = sorted(p.name for p in PACKAGE.iterdir() if not p.name.startswith(("_", ".")) or p.name == "__init__.py")
     assert top == ["__init__.py", "agent.py", "approval.py", "courseware", "data", "describe.py", "dispatch.py",
-                   "evaluation.py", "memory.py", "models", "orchestration.py", "parsing.py", "planning.py", "registry.py",
+                   "evaluation.py", "mcp_bridge.py", "memory.py", "models", "orchestration.py", "parsing.py", "planning.py", "registry.py",
                    "retrieval.py", "safety.py", "standin.py", "structured.py", "tools.py"]
     machinery = {p.stem for p in (PACKAGE / "courseware").glob("*.py")} - {"__init__"}
     assert machinery == {"checks", "cli", "grader", "grading", "injection_lab", "livecheck", "plots", "sandbox",

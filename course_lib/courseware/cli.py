@@ -128,25 +128,36 @@ def cmd_eval(args) -> int:
             print(f"course eval --model {args.model}: {e}", file=sys.stderr)
             return 2
         make_model, label = (lambda task: live_model(args.model)), f"{args.model}, live"
-    show = (lambda r: None) if args.json else (lambda r: print(
-        f"{'✓' if r['passed'] else '✗'} {r['task']:<28} #{r['repeat'] + 1} steps {r['steps']:>2}  tokens "
-        f"{r['input_tokens'] + r['output_tokens']:>6,}  ${r['cost']:.4f}  {r['stop_reason']:<13} "
-        f"{r['seconds']:.2f} s" + ("" if r["passed"] else f"  {_one_line('; '.join(r['why']), 80)}"), flush=True))
-    if not args.json:
-        print(f"{len(tasks)} tasks × {args.repeat}, model: {label}, {args.jobs} at a time")
-    results = ev.run_suite(tasks, make_model, jobs=args.jobs, repeat=args.repeat, latency_ms=args.latency_ms,
-                           on_result=show)
-    summary = ev.summarise(results)
-    report = {"model": args.model, "summary": summary, "results": results}
+    planned, done, progress = len(tasks) * args.repeat, [], sys.stderr if args.json else sys.stdout
+
+    def show(r):   # progress as each run finishes: a row, or with --json a short line on stderr
+        done.append(r)
+        mark, width = "✓" if r["passed"] else "✗", len(str(planned))
+        row = f"[{len(done):>{width}}/{planned}] {mark} {r['task']} #{r['repeat'] + 1}"
+        if not args.json:   # why it failed: the grade (answer, trajectory) that failed
+            why = "; ".join(w for w, ok in zip(r["why"], (r["answer_ok"], r["trajectory_ok"])) if not ok)
+            why = f"  {_one_line(why, 80)}" if why else ""
+            row = (f"{row:<40} steps {r['steps']:>2}  tokens {r['input_tokens'] + r['output_tokens']:>6,}  "
+                   f"${r['cost']:.4f}  {r['stop_reason']:<13} {r['seconds']:.2f} s{why}")
+        print(row, file=progress, flush=True)
+    print(f"{len(tasks)} tasks × {args.repeat}, model: {label}, {args.jobs} at a time", file=progress, flush=True)
+    try:
+        results = ev.run_suite(tasks, make_model, jobs=args.jobs, repeat=args.repeat, latency_ms=args.latency_ms,
+                               on_result=show)
+    except ev.Interrupted as stopped:   # Ctrl-C: the runs that finished are summarised and saved, exit 130
+        results = stopped.results
+    summary, interrupted = ev.summarise(results), len(results) < planned
+    report = {"model": args.model, "planned": planned, "interrupted": interrupted, "summary": summary}
     if args.out:
-        Path(args.out).write_text(json.dumps(report, ensure_ascii=False, indent=1, default=str) + "\n", "utf-8")
-    if args.json:
-        print(json.dumps({"model": args.model, "summary": summary}, ensure_ascii=False))
-    else:
-        print(f"passed {summary['passed']}/{summary['runs']} ({summary['pass_rate']:.0%}), pass^{summary['k']} "
-              f"{summary['pass^k']:.0%}, mean steps {summary['mean_steps']:.1f}, {summary['total_tokens']:,} tokens, "
-              f"${summary['cost']:.4f} at example prices")
-    return 0
+        text = json.dumps({**report, "results": results}, ensure_ascii=False, indent=1, default=str)
+        Path(args.out).write_text(text + "\n", "utf-8")
+    print(json.dumps(report, ensure_ascii=False) if args.json else
+          f"passed {summary['passed']}/{summary['runs']} ({summary['pass_rate']:.0%}), pass^{summary['k']} "
+          f"{summary['pass^k']:.0%}, mean steps {summary['mean_steps']:.1f}, {summary['total_tokens']:,} tokens, "
+          f"${summary['cost']:.4f} at example prices", flush=True)
+    if interrupted:
+        print(f"interrupted: {len(results)} of {planned} runs had finished; the summary covers them", file=sys.stderr)
+    return 130 if interrupted else 0
 
 
 _PACKAGES = ("anthropic", "openai", "jupyterlab", "ipykernel", "ipywidgets", "matplotlib")   # `make lab`
@@ -299,10 +310,19 @@ def cmd_make_exercises(args) -> int:
     return 1 if (args.check and stale) else 0
 
 
+def cmd_mcp_serve(args) -> int:
+    from ..mcp_bridge import serve   # stage 13: the server's code is there; stdout carries only MCP messages
+    if sys.stdin.isatty():
+        print("course mcp serve: an MCP server on stdin/stdout; start it from an MCP client (Ctrl-C stops it)",
+              file=sys.stderr)
+    serve(default_tools())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description="Build an LLM Agent from Scratch: course tools.")
     sub = parser.add_subparsers(dest="command", required=True,
-                                metavar="{demo,doctor,live-check,check,eval,make-exercises}")
+                                metavar="{demo,doctor,live-check,check,eval,make-exercises,mcp}")
     demo = sub.add_parser("demo", help="run the agent step by step: a scripted model (offline), or --model for a "
                                        "real one")
     demo.add_argument("goal", nargs="?", help=f"what to ask (default: {SCENARIOS['price']['goal']!r})")
@@ -337,7 +357,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=cmd_check)
     run = sub.add_parser("eval", help="run the task suite (stage 12) with a scripted stand-in or a real model",
                          description="Exit status: 0 the suite ran (or, with --compare, no regression), 1 a "
-                                     "regression, 2 no key or server for a real model.")
+                                     "regression, 2 no key or server for a real model, 130 interrupted (Ctrl-C): "
+                                     "the runs that had finished are summarised, and saved with --out.")
     run.add_argument("--model", default="careful", choices=["careful", "sloppy", "looping", "anthropic", "openai",
                                                             "ollama"],
                      help="a scripted stand-in (careful, sloppy, looping: offline) or a real model (needs its key)")
@@ -346,13 +367,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repeat", type=_positive_int, default=1, metavar="K", help="runs per task, for pass^k")
     run.add_argument("--latency-ms", type=_whole, default=0, metavar="MS",
                      help="a simulated delay per model call, to see what --jobs buys")
-    run.add_argument("--json", action="store_true", help="print only the summary, as JSON")
+    run.add_argument("--json", action="store_true", help="print only the summary, as JSON (progress goes to stderr)")
     run.add_argument("--out", metavar="FILE", help="save every run (with its transcript) as JSON")
     run.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="compare two saved runs: regressions first")
     run.set_defaults(func=cmd_eval)
     make = sub.add_parser("make-exercises", help="generate exercises/ from solutions/")
     make.add_argument("--check", action="store_true", help="write nothing; fail if exercises/ is out of date")
     make.set_defaults(func=cmd_make_exercises)
+    mcp = sub.add_parser("mcp", help="stage 13: the course's tools as an MCP server")   # stage 13 (issue 15)
+    serve = mcp.add_subparsers(dest="mcp_command", required=True, metavar="{serve}").add_parser(
+        "serve", help="serve the course's tools over MCP on stdin/stdout, for an MCP client to start")
+    serve.set_defaults(func=cmd_mcp_serve)
     return parser
 
 

@@ -252,7 +252,7 @@ STAGE_MODULES = {"01": ("course_lib.tools",), "02": ("course_lib.registry",), "0
                  "09": ("course_lib.safety", "course_lib.courseware.injection_lab"), "10": ("course_lib.memory",),
                  "11": ("course_lib.retrieval", "course_lib.planning", "course_lib.orchestration",
                         "course_lib.structured"),
-                 "12": ("course_lib.evaluation",)}
+                 "12": ("course_lib.evaluation",), "13": ("course_lib.mcp_bridge",)}
 
 
 def finished(stage: str) -> set[str]:

@@ -1,4 +1,5 @@
-"""Pictures of a run: the messages array growing, tokens and cost per step, and the tool calls over time.
+"""Pictures of a run: the messages array growing, tokens and cost per step, and the tool calls over time; and of
+an evaluation (stage 12): the pass rate per model, and cost against pass rate.
 
 Each plot has a ``*_data`` function that returns plain data (what tests check) and a function that draws
 it and returns the matplotlib ``Figure`` (explicit size, labelled axes, no machine paths). matplotlib is
@@ -138,4 +139,31 @@ def attack_plot(rates: list[dict], title: str = "Prompt injections that landed, 
     ax.set(xticks=range(len(defences)), xticklabels=defences, ylabel="attacks that landed (%)", ylim=(0, 112),
            title=title)
     fig.legend(loc="outside lower center", ncols=max(len(models), 1), frameon=False)
+    return fig
+
+
+_COLORS = ("#4c72b0", "#dd8452", "#c44e52", "#55a868", "#8172b2")
+
+
+def pass_rate_plot(summaries: dict[str, dict], title: str = "Runs passed, per model"):
+    """One bar per model: its pass rate (``evaluation.summarise``), labelled passed/runs (a 0 % bar still says 0/18)."""
+    models = list(summaries)
+    fig, ax = _figure()
+    bars = ax.bar(range(len(models)), [100 * summaries[m]["pass_rate"] for m in models],
+                  color=[_COLORS[k % len(_COLORS)] for k in range(len(models))])
+    ax.bar_label(bars, [f"{summaries[m]['passed']}/{summaries[m]['runs']}" for m in models])
+    ax.set(xticks=range(len(models)), xticklabels=models, xlabel="model", ylabel="runs passed (%)", ylim=(0, 112),
+           title=title)
+    return fig
+
+
+def cost_plot(summaries: dict[str, dict], title: str = "What a model costs against how often it passes"):
+    """One point per model, labelled with its name: the suite's cost at the example prices against its pass rate."""
+    fig, ax = _figure()
+    for k, (model, s) in enumerate(summaries.items()):
+        ax.scatter(s["cost"], 100 * s["pass_rate"], s=80, color=_COLORS[k % len(_COLORS)], zorder=3)
+        ax.annotate(model, (s["cost"], 100 * s["pass_rate"]), xytext=(7, 5), textcoords="offset points")
+    ax.set(xlabel="cost of all its runs (USD, at example prices)", ylabel="runs passed (%)",
+           xlim=(0, 1.25 * max((s["cost"] for s in summaries.values()), default=0) or 1), ylim=(-6, 112), title=title)
+    ax.grid(alpha=0.3)
     return fig

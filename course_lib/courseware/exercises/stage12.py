@@ -1,0 +1,289 @@
+"""Stage 12 · evaluation: grade an answer, pass rates over repeats, the path a run took, regressions between runs."""
+from __future__ import annotations
+
+import copy
+import json
+
+from ..checks import Case, Exercise
+
+# ---- 12.1 answer_passes
+NFD_SIP = "\u1109\u1175\u11b8"   # 십 typed as three separate jamo (NFD), as some systems store Hangul
+
+
+def grading(check: dict, answer):
+    """Call the learner's function on a copy of the check: a function that changes it spoils no later case."""
+    return lambda f: f(copy.deepcopy(check), answer)
+
+
+def kind_of_result(f) -> str:
+    got = f({"type": "regex", "pattern": r"\d+"}, "168 units")
+    return type(got).__name__
+
+
+def check_untouched(f) -> str:
+    check = {"type": "contains", "value": ["Laptop", "Mentor"]}
+    f(check, "a laptop and a mentor")
+    return "unchanged" if check == {"type": "contains", "value": ["Laptop", "Mentor"]} else f"changed: {check}"
+
+
+NUMBER = {"type": "number", "value": 168, "tolerance": 0.5}
+WON = {"type": "number", "value": 255000, "tolerance": 0}
+EVERY = {"type": "contains", "value": ["09:00", "18:00"]}
+NUMBER_HINT = "the first number: -?, digits with optional thousands commas, then optional .digits"
+
+
+# ---- 12.2 pass_rates
+def run(task: str, passed, **more) -> dict:
+    return {"task": task, "passed": passed, **more}
+
+
+def runs(pattern: dict[str, str]) -> list[dict]:
+    """{"a": "✓✓✗"} → the runs of task a: passed, passed, failed (repeats next to each other)."""
+    return [run(task, mark == "✓", repeat=k) for task, marks in pattern.items() for k, mark in enumerate(marks)]
+
+
+def interleaved(pattern: dict[str, str]) -> list[dict]:
+    """The same runs as ``runs``, in the order a concurrent suite may finish them: repeat 0 of every task first."""
+    return sorted(runs(pattern), key=lambda r: r["repeat"])
+
+
+def rates(f, results) -> dict:
+    return f(copy.deepcopy(results))
+
+
+def results_untouched(f) -> str:
+    results = runs({"a": "✓✗", "b": "✓✓"})
+    before = copy.deepcopy(results)
+    f(results)
+    return "unchanged" if results == before else "changed"
+
+
+def real_runs(f) -> dict:
+    """Records as run_suite returns them (transcripts and all): careful on four tasks, twice each."""
+    from ...evaluation import careful, load_tasks, run_suite
+    return f(run_suite(load_tasks()[:4], careful, repeat=2))
+
+
+FLAKY = {"a": "✓✓✗", "b": "✓✓✓", "c": "✗✗✗"}
+
+
+def row(runs_: int, tasks: int, k: int, rate: float, at_k: float, hat_k: float) -> dict:
+    return {"runs": runs_, "tasks": tasks, "k": k, "pass_rate": rate, "pass@k": at_k, "pass^k": hat_k}
+
+
+# ---- 12.3 trajectory_problems
+PRICE_TASK = {"id": "unit-price-7", "required_tools": ["lookup", "calculator"], "forbidden_tools": ["search_docs"],
+              "max_steps": 4}
+
+
+def called(*marks: str) -> list[dict]:
+    """called("lookup", "calculator!") → one call per step, as timeline_data returns them; ! marks a failed call."""
+    return [{"step": n, "tool": m.rstrip("!"), "is_error": m.endswith("!")} for n, m in enumerate(marks, 1)]
+
+
+def path(task, calls, steps, stop_reason="finish"):
+    return lambda f: f(copy.deepcopy(task), copy.deepcopy(calls), steps, stop_reason)
+
+
+def inputs_untouched(f) -> str:
+    task, calls = copy.deepcopy(PRICE_TASK), called("search_docs", "calculator!")
+    f(task, calls, 5, "max_steps")
+    return "unchanged" if (task, calls) == (PRICE_TASK, called("search_docs", "calculator!")) else "changed"
+
+
+def a_real_run(f) -> list:
+    """A real Agent run with a scripted model (a fixed list of replies, not a model), read with timeline_data."""
+    from ... import default_tools
+    from ...agent import Agent
+    from ...models import ScriptedModel
+    from ..plots import timeline_data
+    act = lambda tool, **args: json.dumps({"tool": tool, "args": args})
+    agent = Agent(default_tools(), ScriptedModel([
+        act("search_docs", query="price"), act("lookup", topic="unit price"), act("calculator", expression="24*"),
+        act("calculator", expression="24*7"), act("finish", answer="168")]))
+    agent.run("How much do seven units cost?")
+    return f(copy.deepcopy(PRICE_TASK), timeline_data(agent), agent.steps, agent.stop_reason)
+
+
+# ---- 12.4 regressions
+def compared(f, old, new) -> list:
+    return f(copy.deepcopy(old), copy.deepcopy(new))
+
+
+def both_untouched(f) -> str:
+    old, new = runs({"a": "✓✓", "b": "✓"}), runs({"a": "✗✓"})
+    f(old, new)
+    return "unchanged" if (old, new) == (runs({"a": "✓✓", "b": "✓"}), runs({"a": "✗✓"})) else "changed"
+
+
+def careful_then_sloppy(f) -> list:
+    from ...evaluation import careful, load_tasks, run_suite, sloppy
+    tasks = load_tasks()
+    return [r["task"] for r in f(run_suite(tasks, careful), run_suite(tasks, sloppy))]
+
+
+def drop(task: str, before: float, after: float | None) -> dict:
+    return {"task": task, "before": before, "after": after}
+
+
+SLOPPY_REGRESSIONS = ["unit-price-7", "trip-cap-ko", "refund-window-ko", "shipping-20-units", "support-hours-ko",
+                      "order-with-shipping", "discount-12-units", "order-15-ko"]
+RECORD_HINT = "every run is a dict with a 'task' (text) and 'passed' (True or False): else raise ValueError"
+
+EXERCISES = {
+    "12.1": Exercise("Does the answer pass its check?", [
+        Case("exact: spaces around are trimmed", grading({"type": "exact", "value": "1024"}, " 1024\n"), expected=True,
+             hint="compare after .strip() on both sides"),
+        Case("exact: nothing else is forgiven", grading({"type": "exact", "value": "1024"}, "1024."), expected=False,
+             hint="exact means equal after trimming: '1024.' is not '1024'"),
+        Case("exact: decomposed Hangul (NFD)", grading({"type": "exact", "value": "십"}, NFD_SIP), expected=True,
+             hint="unicodedata.normalize('NFC', text) on both sides: the same syllable can be stored two ways"),
+        Case("number: in a sentence", grading(NUMBER, "$168 in all"), expected=True, hint=NUMBER_HINT),
+        Case("number: at the edge, 168.5", grading(NUMBER, "168.5"), expected=True,
+             hint="within the tolerance includes its edge: abs(found - value) <= tolerance"),
+        Case("number: just past it, 168.51", grading(NUMBER, "168.51"), expected=False,
+             hint="0.51 away is more than the tolerance of 0.5"),
+        Case("number: 3.6 within 0.1 of 3.5", grading({"type": "number", "value": 3.5, "tolerance": 0.1}, "3.6"),
+             expected=True, hint="3.6 - 3.5 is 0.10000000000000009 in floats: allow 1e-9 more than the tolerance"),
+        Case("number: 255,000원", grading(WON, "255,000원입니다"), expected=True,
+             hint="commas between groups of three digits are thousands separators: remove them before float()"),
+        Case("number: the first number counts", grading(WON, "3일 2박: 255,000원"), expected=False,
+             hint="the first number in '3일 2박: 255,000원' is 3, so it is not 255000"),
+        Case("number: 3일 is 3", grading({"type": "number", "value": 3}, "3일"), expected=True,
+             hint="a number ends where the digits end: '3일' holds the number 3"),
+        Case("number: a minus sign", grading({"type": "number", "value": -4.5, "tolerance": 0}, "-4.5 degrees"),
+             expected=True, hint="a '-' right before the digits belongs to the number"),
+        Case("number: no tolerance given", grading({"type": "number", "value": 87}, "87.01 dollars"), expected=False,
+             hint="a missing tolerance is 0: check.get('tolerance', 0)"),
+        Case("number: no number at all", grading(NUMBER, "no idea"), expected=False,
+             hint="no number in the answer: it does not pass (and does not crash)"),
+        Case("contains: case does not matter", grading({"type": "contains", "value": "Laptop"}, "a LAPTOP on day one"),
+             expected=True, hint="compare with .casefold() on both sides"),
+        Case("contains: every text must be there", grading(EVERY, "평일 09:00-17:00"), expected=False,
+             hint="a list of texts: every one of them must be in the answer (all, not any)"),
+        Case("contains: a list, all there", grading(EVERY, "평일 09:00-18:00"), expected=True,
+             hint="value may be a list of texts: check each"),
+        Case("contains: 30일 is not 30 일", grading({"type": "contains", "value": "30일"}, "30 일 이내"), expected=False,
+             hint="only case is ignored, not spaces"),
+        Case("contains: decomposed Hangul (NFD)", grading({"type": "contains", "value": "십"}, f"{NFD_SIP} 개"),
+             expected=True, hint="normalise both texts to NFC before looking"),
+        Case("regex: a search, not a match", grading({"type": "regex", "pattern": r"\d+"}, "It is 168."), expected=True,
+             hint="re.search finds the pattern anywhere; re.match only at the start"),
+        Case("regex: anchored with ^ and $", grading({"type": "regex", "pattern": r"^\d+$"}, "168 units"),
+             expected=False, hint="the pattern itself says 'the whole answer': just use re.search"),
+        Case("no answer never passes", grading({"type": "regex", "pattern": ".*"}, None), expected=False,
+             hint="answer None (the run gave no answer) is False, even for a pattern that matches empty text"),
+        Case("returns a bool", kind_of_result, expected="bool",
+             hint="return True or False, not the match object: bool(re.search(...)) or `is not None`"),
+        Case("the check is not changed", check_untouched, expected="unchanged",
+             hint="build new texts; do not write the normalised ones back into check"),
+        Case("an unknown type", grading({"type": "fuzzy", "value": "x"}, "x"), raises=ValueError,
+             hint="the types are exact, number, contains and regex: anything else is ValueError"),
+        Case("a check that is not a dict", grading("exact", "x"), raises=ValueError,
+             hint="check must be a dict with a 'type': else raise ValueError"),
+    ]),
+    "12.2": Exercise("Pass rate, pass@k and pass^k", [
+        Case("one run per task", lambda f: rates(f, runs({"a": "✓", "b": "✗", "c": "✓", "d": "✓"})),
+             expected=row(4, 4, 1, 3 / 4, 3 / 4, 3 / 4), hint="with k=1 the three numbers are the same"),
+        Case("three repeats, one flaky task", lambda f: rates(f, runs(FLAKY)),
+             expected=row(9, 3, 3, 5 / 9, 2 / 3, 1 / 3),
+             hint="pass@k: at least one of a task's k runs passed; pass^k: all k passed; then the share of tasks"),
+        Case("always passing", lambda f: rates(f, runs({"a": "✓✓", "b": "✓✓"})),
+             expected=row(4, 2, 2, 1.0, 1.0, 1.0), hint="every run passed: every rate is 1.0"),
+        Case("the order of the runs", lambda f: rates(f, interleaved(FLAKY)),
+             expected=row(9, 3, 3, 5 / 9, 2 / 3, 1 / 3),
+             hint="a concurrent suite returns runs in any order: group them by task first"),
+        Case("pass^k is not pass rate ** k", lambda f: rates(f, runs({"a": "✓✗", "b": "✓✗"}))["pass^k"],
+             expected=0.0, hint="neither task passed both of its runs: 0.0, whatever 0.5 ** 2 says"),
+        Case("Korean task ids", lambda f: rates(f, runs({"출장비": "✓✓", "환불": "✗✓"})),
+             expected=row(4, 2, 2, 3 / 4, 1.0, 1 / 2), hint="a task id is any text"),
+        Case("records from run_suite", real_runs, expected=row(8, 4, 2, 1.0, 1.0, 1.0),
+             hint="real records hold more keys (steps, cost, transcript): use 'task' and 'passed' only"),
+        Case("no runs", lambda f: rates(f, []), expected=row(0, 0, 0, 0.0, 0.0, 0.0),
+             hint="an empty list: zeros everywhere (0.0 for the rates), not a ZeroDivisionError"),
+        Case("the runs are not changed", results_untouched, expected="unchanged", hint="only read the records"),
+        Case("unequal repeats", lambda f: rates(f, runs({"a": "✓✓✓", "b": "✓✓"})), raises=ValueError,
+             hint="pass^k compares tasks on equal terms: every task needs the same number of runs, else ValueError"),
+        Case("passed is 1, not True", lambda f: rates(f, [run("a", 1)]), raises=ValueError, hint=RECORD_HINT),
+        Case("passed is 'yes'", lambda f: rates(f, [run("a", "yes")]), raises=ValueError, hint=RECORD_HINT),
+        Case("a run without a task", lambda f: rates(f, [run("a", True), {"passed": True}]), raises=ValueError,
+             hint=RECORD_HINT),
+        Case("not a list", lambda f: rates(f, {"task": "a", "passed": True}), raises=ValueError,
+             hint="results is a list of run records: else raise ValueError"),
+    ]),
+    "12.3": Exercise("Check the path a run took", [
+        Case("a good run", path(PRICE_TASK, called("lookup", "calculator"), 3), expected=[],
+             hint="every required tool succeeded once, nothing forbidden, finished within 4 steps: no problems"),
+        Case("answered without tools", path(PRICE_TASK, [], 1),
+             expected=["never called lookup", "never called calculator"],
+             hint="one line per required tool never called, in the task's order"),
+        Case("only failed calls", path(PRICE_TASK, called("lookup", "calculator!", "calculator!"), 4),
+             expected=["every call of calculator failed"],
+             hint="a required tool counts only if at least one of its calls worked (is_error False)"),
+        Case("a failure, then a fix", path(PRICE_TASK, called("lookup", "calculator!", "calculator"), 4), expected=[],
+             hint="one working call of each required tool is enough"),
+        Case("a forbidden tool", path(PRICE_TASK, called("search_docs", "lookup", "calculator"), 4),
+             expected=["called forbidden search_docs"], hint="a forbidden tool that was called: 'called forbidden X'"),
+        Case("the forbidden tool twice",
+             path(PRICE_TASK, called("search_docs", "search_docs", "lookup", "calculator"), 4),
+             expected=["called forbidden search_docs"], hint="one line per forbidden tool, however often it is called"),
+        Case("forbidden, even when it failed", path(PRICE_TASK, called("search_docs!", "lookup", "calculator"), 4),
+             expected=["called forbidden search_docs"], hint="calling it is the problem, whether it worked or not"),
+        Case("stopped at the cap", path(PRICE_TASK, called("lookup", "lookup", "lookup", "lookup"), 4, "max_steps"),
+             expected=["never called calculator", "did not finish (stop reason 'max_steps')"],
+             hint="stop_reason other than 'finish': f\"did not finish (stop reason {stop_reason!r})\""),
+        Case("exactly at the cap", path(PRICE_TASK, called("lookup", "lookup", "lookup", "calculator"), 4), expected=[],
+             hint="max_steps steps is allowed: only more is a problem"),
+        Case("one step over", path(PRICE_TASK, called("lookup", "lookup", "lookup", "lookup", "calculator"), 5),
+             expected=["took 5 steps, over 4"], hint="steps > max_steps: f'took {steps} steps, over {max_steps}'"),
+        Case("everything at once", path(PRICE_TASK, called("search_docs", "calculator!"), 5, "max_steps"),
+             expected=["never called lookup", "every call of calculator failed", "called forbidden search_docs",
+                       "did not finish (stop reason 'max_steps')", "took 5 steps, over 4"],
+             hint="the order: required tools, forbidden tools, then finishing, then steps"),
+        Case("a task without rules", path({"id": "open"}, called("search_docs"), 9), expected=[],
+             hint="no required_tools, forbidden_tools or max_steps: nothing to break"),
+        Case("a real run, read with timeline_data", a_real_run,
+             expected=["called forbidden search_docs", "took 5 steps, over 4"],
+             hint="the calculator failed once, then worked; search_docs is forbidden; the answer was step 5"),
+        Case("the inputs are not changed", inputs_untouched, expected="unchanged", hint="only read task and calls"),
+        Case("a tool both required and forbidden",
+             path({"required_tools": ["lookup"], "forbidden_tools": ["lookup"]}, [], 1), raises=ValueError,
+             hint="a task cannot require and forbid the same tool: raise ValueError"),
+        Case("steps=True", path(PRICE_TASK, [], True), raises=ValueError,
+             hint="True is an int in Python: test type(steps) is int"),
+        Case("steps=-1", path(PRICE_TASK, [], -1), raises=ValueError, hint="steps is a whole number, 0 or more"),
+        Case("a call without a tool", path(PRICE_TASK, [{"step": 1, "is_error": False}], 1), raises=ValueError,
+             hint="every call is a dict with a 'tool' (text): else raise ValueError"),
+    ]),
+    "12.4": Exercise("Name the regressions", [
+        Case("the same results", lambda f: compared(f, runs(FLAKY), runs(FLAKY)), expected=[],
+             hint="no task's share of passing runs went down"),
+        Case("one task got worse", lambda f: compared(f, runs({"a": "✓", "b": "✓"}), runs({"a": "✓", "b": "✗"})),
+             expected=[drop("b", 1.0, 0.0)], hint="{'task', 'before', 'after'}: the shares of passing runs"),
+        Case("fixes are not regressions",
+             lambda f: compared(f, runs({"a": "✗", "b": "✓"}), runs({"a": "✓", "b": "✓"})),
+             expected=[], hint="a task that passes more often now is good news: leave it out"),
+        Case("repeats: 2 of 3, then 1 of 3", lambda f: compared(f, runs({"a": "✓✓✗"}), runs({"a": "✗✓✗"})),
+             expected=[drop("a", 2 / 3, 1 / 3)], hint="compare shares over all of a task's runs, not its first run"),
+        Case("the same share, other runs", lambda f: compared(f, runs({"a": "✓✗"}), runs({"a": "✗✓"})),
+             expected=[], hint="1 of 2 before and after: not lower, so not a regression"),
+        Case("a task that is gone", lambda f: compared(f, runs({"a": "✓", "b": "✓"}), runs({"a": "✓"})),
+             expected=[drop("b", 1.0, None)],
+             hint="a task missing from new is a regression with after None: a shrunken suite must not look better"),
+        Case("a new task is not compared", lambda f: compared(f, runs({"a": "✓"}), runs({"a": "✓", "new": "✗"})),
+             expected=[], hint="tasks only in the new run have nothing to regress from"),
+        Case("in the old run's order", lambda f: compared(f, interleaved({"z": "✓✓", "a": "✓✓", "m": "✓✓"}),
+                                                          runs({"a": "✗✗", "m": "✓✓", "z": "✗✓"})),
+             expected=[drop("z", 1.0, 0.5), drop("a", 1.0, 0.0)],
+             hint="list them in the order their tasks first appear in old, not sorted, not in new's order"),
+        Case("careful, then sloppy (real runs)", careful_then_sloppy, expected=SLOPPY_REGRESSIONS,
+             hint="the eight tasks sloppy fails that careful passes, in the suite's order"),
+        Case("the runs are not changed", both_untouched, expected="unchanged", hint="only read both lists"),
+        Case("passed is 'no'", lambda f: compared(f, [run("a", "no")], [run("a", True)]), raises=ValueError,
+             hint=RECORD_HINT),
+        Case("a run without a task", lambda f: compared(f, [run("a", True)], [{"passed": False}]), raises=ValueError,
+             hint=RECORD_HINT),
+        Case("not lists", lambda f: compared(f, {"results": []}, []), raises=ValueError,
+             hint="old and new are lists of run records (a saved --out file holds them under 'results')"),
+    ]),
+}
