@@ -1,0 +1,218 @@
+"""Stage 13 · MCP: read a tool's result, answer one JSON-RPC message as a server, check arguments against a schema."""
+from __future__ import annotations
+
+import copy
+
+from ..checks import Case, Exercise
+from ... import default_tools
+
+TOOLS = default_tools()
+
+
+# ---- 13.1 from_mcp_result
+def text(value: str) -> dict:
+    return {"type": "text", "text": value}
+
+
+IMAGE = {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+LINK = {"type": "resource_link", "uri": "file:///docs/출장.md", "name": "출장.md", "mimeType": "text/markdown"}
+EMBEDDED = {"type": "resource", "resource": {"uri": "file:///memo.txt", "mimeType": "text/plain", "text": "회의는 목요일"}}
+BLOB = {"type": "resource", "resource": {"uri": "file:///chart.png", "mimeType": "image/png", "blob": "AAAA"}}
+WHAT_HINT = "any other block is '[<type>: <what>]': the block's uri, else its resource's uri, else its mimeType"
+
+
+def read(f, result):
+    """``from_mcp_result`` on a copy: a function that changes its input cannot spoil later cases."""
+    return f(copy.deepcopy(result))
+
+
+# ---- 13.2 jsonrpc_reply: one message in, one answer (or None) out
+def request(method, params=None, n=1) -> dict:
+    return {"jsonrpc": "2.0", "id": n, "method": method, **({} if params is None else {"params": params})}
+
+
+def call(name, arguments=None, n=1) -> dict:
+    return request("tools/call", {"name": name, **({} if arguments is None else {"arguments": arguments})}, n)
+
+
+def listed(name, func) -> dict:
+    """What tools/list shows for one tool (the setup cell's helper)."""
+    from ...describe import tool_spec
+    spec = tool_spec(name, func)
+    return {"name": name, "description": spec["description"], "inputSchema": spec["parameters"]}
+
+
+def answered(f, message, tools=TOOLS):
+    """The learner's answer, with an error's message shown as '<a message>' (the wording is theirs)."""
+    reply = f(copy.deepcopy(message), tools)
+    if isinstance(reply, dict) and isinstance(reply.get("error"), dict):
+        error = dict(reply["error"])
+        if isinstance(error.get("message"), str) and error["message"].strip():
+            error["message"] = "<a message>"
+        reply = {**reply, "error": error}
+    return reply
+
+
+def result(text_: str, is_error: bool = False, n=1) -> dict:
+    return {"jsonrpc": "2.0", "id": n, "result": {"content": [{"type": "text", "text": text_}], "isError": is_error}}
+
+
+def error(code: int, n=1) -> dict:
+    return {"jsonrpc": "2.0", "id": n, "error": {"code": code, "message": "<a message>"}}
+
+
+def names_the_tool(f) -> bool:
+    reply = f(call("weather", {"city": "Busan"}), TOOLS)
+    return "weather" in str(reply.get("error", {}).get("message", "")) if isinstance(reply, dict) else False
+
+
+def one_tool(f) -> dict:
+    def shout(text: str) -> str:
+        """Say it loudly.
+
+        Args:
+            text: what to say
+        """
+        return text.upper() + "!"
+    return f(request("tools/list", n="a"), {"shout": shout})
+
+
+# ---- 13.3 schema_problems
+TRIP = {"type": "object", "additionalProperties": False, "required": ["city", "nights"],
+        "properties": {"city": {"type": "string", "enum": ["Busan", "Seoul", "Jeju"]},
+                       "nights": {"type": "integer", "minimum": 1, "maximum": 30},
+                       "guests": {"type": "array", "items": {"type": "string"}},
+                       "budget": {"type": ["number", "null"], "minimum": 0},
+                       "rooms": {"type": "array", "items": {"type": "object", "required": ["beds"],
+                                                           "properties": {"beds": {"type": "integer"}}}}}}
+
+
+def where(f, value, schema=TRIP):
+    """Where the learner found problems: the first word of each sentence (a path), sorted."""
+    found = f(copy.deepcopy(schema), copy.deepcopy(value))
+    if not isinstance(found, list) or not all(isinstance(p, str) and p for p in found):
+        return found
+    return sorted(p.split()[0] for p in found)
+
+
+def sentences(f) -> list:
+    found = f(copy.deepcopy(TRIP), {"city": "Busan", "nights": "two"})
+    return found if not isinstance(found, list) else [isinstance(p, str) and " " in p.strip() for p in found]
+
+
+PATH_HINT = "each sentence starts with the path of the value at fault: arguments, arguments.city, arguments.guests[1]"
+
+EXERCISES = {
+    "13.1": Exercise("A tool's result, as text for the model", [
+        Case("one text block", lambda f: read(f, {"content": [text("168")], "isError": False}), expected=("168", False),
+             hint="return (text, is_error): here ('168', False)"),
+        Case("two text blocks, one per line", lambda f: read(f, {"content": [text("a"), text("b")]}),
+             expected=("a\nb", False), hint="join the texts with '\\n'; isError missing means False"),
+        Case("isError: true", lambda f: read(f, {"content": [text("bad timezone")], "isError": True}),
+             expected=("bad timezone", True), hint="is_error is True exactly when result['isError'] is True"),
+        Case("isError must be JSON true", lambda f: read(f, {"content": [text("ok")], "isError": "false"}),
+             expected=("ok", False), hint="the text 'false' is truthy in Python: test `is True`, not truthiness"),
+        Case("an image is named", lambda f: read(f, {"content": [text("chart:"), IMAGE]}),
+             expected=("chart:\n[image: image/png]", False), hint=WHAT_HINT),
+        Case("a resource link", lambda f: read(f, {"content": [LINK]}),
+             expected=("[resource_link: file:///docs/출장.md]", False), hint=WHAT_HINT),
+        Case("an embedded text resource", lambda f: read(f, {"content": [EMBEDDED]}), expected=("회의는 목요일", False),
+             hint="a 'resource' block whose resource has 'text' gives that text"),
+        Case("an embedded binary resource", lambda f: read(f, {"content": [BLOB]}),
+             expected=("[resource: file:///chart.png]", False), hint=WHAT_HINT),
+        Case("a kind of block from the future", lambda f: read(f, {"content": [{"type": "hologram"}]}),
+             expected=("[hologram: not shown]", False), hint="with no uri and no mimeType, <what> is 'not shown'"),
+        Case("structured content only", lambda f: read(f, {"content": [], "structuredContent": {"시각": "11:30"}}),
+             expected=('{"시각": "11:30"}', False),
+             hint="no blocks: json.dumps(result['structuredContent'], ensure_ascii=False)"),
+        Case("nothing at all", lambda f: read(f, {}), expected=("(the tool returned nothing)", False),
+             hint="no blocks and no structuredContent: '(the tool returned nothing)'"),
+        Case("the result is not changed", lambda f: (lambda r: (f(r), r)[1])({"content": [text("x"), IMAGE]}),
+             expected={"content": [text("x"), IMAGE]}, hint="only read the result"),
+        Case("not a result", lambda f: f(["168"]), raises=ValueError, hint="a result is a dict: raise ValueError"),
+    ]),
+    "13.2": Exercise("A server's answer to one JSON-RPC message", [
+        Case("tools/call calculator 24*7", lambda f: answered(f, call("calculator", {"expression": "24*7"})),
+             expected=result("168"), hint="run dispatch(tools, name, arguments) and wrap its observation"),
+        Case("a tool that fails: isError", lambda f: answered(f, call("calculator", {"expression": "1/0"}, n=2)),
+             expected=result("Error: calculator: division by zero is undefined; check the divisor", True, n=2),
+             hint="a failed call is still a result: its text, and isError set to the observation's is_error"),
+        Case("the id comes back", lambda f: answered(f, call("lookup", {"topic": "단가"}, n="req-7")),
+             expected=result("개당 $24", n="req-7"), hint="the answer carries the request's own id, whatever it is"),
+        Case("no arguments", lambda f: answered(f, call("list_files", n=3)),
+             test=lambda r: isinstance(r, dict) and r.get("id") == 3 and r.get("result", {}).get("isError") is False,
+             shows="a result, not an error", hint="no 'arguments' in params means {}"),
+        Case("missing argument: isError", lambda f: answered(f, call("calculator", {})),
+             expected=result("Error: calculator is missing required argument(s) 'expression'.", True),
+             hint="stage 05 finds it: it is a tool error the model can fix, not a protocol error"),
+        Case("tools/list", lambda f: answered(f, request("tools/list", n=4)),
+             expected={"jsonrpc": "2.0", "id": 4, "result": {"tools": [listed(n, t) for n, t in TOOLS.items()]}},
+             hint="result {'tools': [listed(name, func) for each tool]}, in the registry's order"),
+        Case("tools/list of other tools", one_tool,
+             expected={"jsonrpc": "2.0", "id": "a", "result": {"tools": [
+                 {"name": "shout", "description": "Say it loudly.", "inputSchema": {
+                     "type": "object", "properties": {"text": {"type": "string", "description": "what to say"}},
+                     "required": ["text"], "additionalProperties": False}}]}},
+             hint="list the tools you were given, not default_tools()"),
+        Case("ping", lambda f: answered(f, request("ping", n=5)), expected={"jsonrpc": "2.0", "id": 5, "result": {}},
+             hint="ping answers with an empty result"),
+        Case("an unknown tool is a protocol error", lambda f: answered(f, call("weather", {"city": "Busan"})),
+             expected=error(-32602), hint="no tool can run: error code -32602, not an isError result"),
+        Case("the unknown tool is named", names_the_tool, expected=True,
+             hint="say which tool is unknown, e.g. 'Unknown tool: weather'"),
+        Case("an unknown method", lambda f: answered(f, request("resources/list")), expected=error(-32601),
+             hint="a method this server does not have: -32601 (Method not found)"),
+        Case("params that are not an object", lambda f: answered(f, request("tools/call", ["calculator"])),
+             expected=error(-32602), hint="tools/call needs params {'name': ..., 'arguments': {...}}: else -32602"),
+        Case("arguments that are not an object", lambda f: answered(f, call("calculator", "24*7")),
+             expected=error(-32602), hint="arguments must be an object when given: else -32602"),
+        Case("a name that is not text", lambda f: answered(f, call(["calculator"], {})), expected=error(-32602),
+             hint="params['name'] must be a str: else -32602"),
+        Case("a notification gets no answer", lambda f: f({"jsonrpc": "2.0", "method": "notifications/initialized"},
+                                                          TOOLS), expected=None, hint="no 'id': return None"),
+        Case("not JSON-RPC 2.0", lambda f: answered(f, {"jsonrpc": "1.0", "id": 6, "method": "ping"}),
+             expected=error(-32600, n=6), hint="'jsonrpc' must be '2.0' and 'method' a str: else -32600"),
+        Case("no method", lambda f: answered(f, {"jsonrpc": "2.0", "id": 7}), expected=error(-32600, n=7),
+             hint="'jsonrpc' must be '2.0' and 'method' a str: else -32600"),
+        Case("not a message at all", lambda f: answered(f, ["ping"]), expected=error(-32600, n=None),
+             hint="not a dict: -32600 with id None"),
+    ]),
+    "13.3": Exercise("Arguments against an input schema", [
+        Case("a good call", lambda f: where(f, {"city": "Busan", "nights": 2}), expected=[],
+             hint="nothing wrong: return []"),
+        Case("every field, all good", lambda f: where(f, {"city": "Jeju", "nights": 30, "guests": ["민지", "Tom"],
+                                                          "budget": None, "rooms": [{"beds": 2}]}), expected=[],
+             hint="'null' in a list of types allows None; maximum is inclusive"),
+        Case("a missing argument", lambda f: where(f, {"city": "Busan"}), expected=["arguments"],
+             hint="a missing required name is a problem of the object itself: 'arguments is missing ...'"),
+        Case("a wrong type", lambda f: where(f, {"city": "Busan", "nights": "two"}), expected=["arguments.nights"],
+             hint=PATH_HINT),
+        Case("true is not an integer", lambda f: where(f, {"city": "Busan", "nights": True}),
+             expected=["arguments.nights"], hint="bool is a subclass of int in Python; not in JSON Schema"),
+        Case("2.0 is an integer", lambda f: where(f, {"city": "Busan", "nights": 2.0}), expected=[],
+             hint="JSON has one kind of number: 2.0 is an integer, 2.5 is not"),
+        Case("not in the enum", lambda f: where(f, {"city": "Tokyo", "nights": 2}), expected=["arguments.city"],
+             hint="the value must be one of schema['enum']"),
+        Case("below the minimum", lambda f: where(f, {"city": "Busan", "nights": 0}), expected=["arguments.nights"],
+             hint="minimum and maximum are inclusive"),
+        Case("no extra arguments", lambda f: where(f, {"city": "Busan", "nights": 2, "pets": 1}),
+             expected=["arguments"], hint="additionalProperties: false: a name not in properties is a problem"),
+        Case("items of an array", lambda f: where(f, {"city": "Busan", "nights": 2, "guests": ["민지", 7]}),
+             expected=["arguments.guests[1]"], hint="check each item against schema['items'], at path[i]"),
+        Case("objects inside an array", lambda f: where(f, {"city": "Busan", "nights": 2, "rooms": [{"beds": 1}, {}]}),
+             expected=["arguments.rooms[1]"], hint="recurse: an item that is an object is checked like the top"),
+        Case("every problem, not the first", lambda f: where(f, {"city": "Tokyo", "nights": 0, "pets": 1}),
+             expected=["arguments", "arguments.city", "arguments.nights"], hint="collect them all, then return"),
+        Case("a type mismatch stops there", lambda f: where(f, {"city": "Busan", "nights": 40.5}),
+             expected=["arguments.nights"],
+             hint="a value of the wrong type gets one problem: do not check its minimum, maximum or enum as well"),
+        Case("a string where a list belongs", lambda f: where(f, {"city": "Busan", "nights": 2, "guests": "민지"}),
+             expected=["arguments.guests"], hint="'민지' is a string, not an array of strings"),
+        Case("not an object at all", lambda f: where(f, ["Busan", 2]), expected=["arguments"],
+             hint="the top is checked too: an array where an object belongs"),
+        Case("problems are sentences", sentences, expected=[True],
+             hint="return sentences such as 'arguments.nights must be integer, not string'"),
+        Case("an empty schema allows anything", lambda f: where(f, {"anything": [1, {"x": None}]}, schema={}),
+             expected=[], hint="check only the keywords the schema has"),
+    ]),
+}

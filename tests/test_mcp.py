@@ -1,0 +1,540 @@
+"""Stage 13, MCP: `course mcp serve` answers the official MCP client; `connect_mcp` turns a server nobody here
+wrote (mcp-server-time, the MCP project's reference server) into tools the unchanged Agent uses; every failure
+(a tool error, a refused call, a server that dies, hangs or prints junk) is an error observation or a clear
+error, never a crash or a hang. Servers here are real subprocesses; nothing reaches the network."""
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+import textwrap
+import typing
+from pathlib import Path
+
+import anyio
+import pytest
+
+from course_lib import default_tools
+from course_lib.agent import Agent
+from course_lib.describe import tool_description, tool_spec
+from course_lib.dispatch import dispatch
+from course_lib.mcp_bridge import as_function, connect_mcp, from_mcp_result, schema_problems, tool_to_mcp
+from course_lib.models import ScriptedModel
+from course_lib.tools import ToolError
+
+COURSE = Path(sys.executable).parent / "course"   # the console script `pip install` made: what a user runs
+TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
+SEOUL_TO_MUMBAI = {"source_timezone": "Asia/Seoul", "time": "15:00", "target_timezone": "Asia/Kolkata"}
+
+
+# ---- the official MCP client drives `course mcp serve`, started exactly as a user's MCP client would start it
+def official_client(*steps, cwd=None):
+    """Run ``steps`` (async functions of a session) against `course mcp serve`; return what each gave."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    async def main():
+        params = StdioServerParameters(command=str(COURSE), args=["mcp", "serve"], cwd=cwd)
+        with open(Path(cwd or ".") / ".mcp-test-stderr.txt", "w", encoding="utf-8") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write), \
+                    ClientSession(read, write, read_timeout_seconds=30) as session:
+                hello = await session.initialize()
+                return [hello] + [await step(session) for step in steps]
+
+    try:
+        return anyio.run(main)
+    finally:
+        (Path(cwd or ".") / ".mcp-test-stderr.txt").unlink(missing_ok=True)
+
+
+def test_the_course_command_is_installed():
+    assert COURSE.exists(), "the `course` console script is missing: pip install -e '.[course]'"
+
+
+def test_the_official_client_lists_the_course_tools_with_stage_03_descriptions_and_schemas(tmp_path):
+    hello, listed = official_client(lambda s: s.list_tools(), cwd=tmp_path)
+    assert hello.server_info.name == "course-lib" and hello.capabilities.tools is not None
+    tools = default_tools()
+    assert [t.name for t in listed.tools] == list(tools)
+    for tool in listed.tools:
+        spec = tool_spec(tool.name, tools[tool.name])
+        assert tool.description == spec["description"] and tool.input_schema == spec["parameters"]
+
+
+def test_the_official_client_calls_calculator_24x7_and_gets_168(tmp_path):
+    _, result = official_client(lambda s: s.call_tool("calculator", {"expression": "24*7"}), cwd=tmp_path)
+    assert result.is_error is False and [(c.type, c.text) for c in result.content] == [("text", "168")]
+
+
+def test_a_tool_error_is_an_is_error_result_in_stage_05_words(tmp_path):
+    _, zero, missing, korean = official_client(
+        lambda s: s.call_tool("calculator", {"expression": "1/0"}),
+        lambda s: s.call_tool("calculator", {}),
+        lambda s: s.call_tool("lookup", {"topic": "단가"}), cwd=tmp_path)
+    assert zero.is_error is True and zero.content[0].text == "division by zero is undefined; check the divisor"
+    assert missing.is_error is True and "missing required argument(s) 'expression'" in missing.content[0].text
+    assert korean.is_error is False and korean.content[0].text == "개당 $24"   # Korean round-trips
+
+
+def test_an_unknown_tool_is_a_json_rpc_error_minus_32602_naming_the_tools(tmp_path):
+    from mcp import MCPError
+
+    async def unknown(session):
+        try:
+            await session.call_tool("calculater", {"expression": "1"})
+        except MCPError as e:
+            return e
+    _, error = official_client(unknown, cwd=tmp_path)
+    assert error.code == -32602 and "Unknown tool: calculater" in error.message and "calculator" in error.message
+
+
+def test_the_server_reads_files_in_the_folder_it_was_started_in_and_nowhere_else(tmp_path):
+    (tmp_path / "notes.txt").write_text("부산 출장: 2박", encoding="utf-8")
+    _, inside, outside = official_client(lambda s: s.call_tool("read_file", {"path": "notes.txt"}),
+                                         lambda s: s.call_tool("read_file", {"path": "../x.txt"}), cwd=tmp_path)
+    assert inside.is_error is False and inside.content[0].text == "부산 출장: 2박"
+    assert outside.is_error is True and str(tmp_path) not in outside.content[0].text
+
+
+# ---- the same session by hand: one JSON-RPC message per line, as notebook 13 shows it
+def test_by_hand_a_session_is_json_lines_and_each_kind_of_error_has_its_code(tmp_path):
+    server = subprocess.Popen([str(COURSE), "mcp", "serve"], cwd=tmp_path, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8")
+    try:
+        def send(message):
+            server.stdin.write(json.dumps(message, ensure_ascii=False) + "\n")
+            server.stdin.flush()
+
+        def rpc(n, method, params=None):
+            send({"jsonrpc": "2.0", "id": n, "method": method, **({"params": params} if params else {})})
+            return json.loads(server.stdout.readline())
+
+        hello = rpc(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                      "clientInfo": {"name": "by-hand", "version": "0"}})
+        assert hello["result"]["protocolVersion"] == "2025-11-25" and hello["result"]["serverInfo"]["name"] == "course-lib"
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})   # a notification: no answer
+        listed = rpc(2, "tools/list")
+        assert listed["id"] == 2 and [t["name"] for t in listed["result"]["tools"]] == list(default_tools())
+        assert rpc(3, "tools/call", {"name": "calculator", "arguments": {"expression": "24*7"}})["result"] == \
+            {"content": [{"type": "text", "text": "168"}], "isError": False}
+        assert rpc(4, "tools/call", {"name": "calculator", "arguments": {"expression": "1/0"}})["result"]["isError"]
+        assert rpc(5, "tools/call", {"name": "calculater", "arguments": {}})["error"]["code"] == -32602
+        assert rpc(6, "resources/list")["error"]["code"] == -32601   # a method this server does not have
+        assert rpc(7, "ping") == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    finally:
+        server.stdin.close()
+        assert server.wait(timeout=30) == 0   # closing stdin ends the server
+        server.stdout.close()
+        assert server.stderr.read() == ""   # nothing but protocol messages, and no logs, for a clean session
+        server.stderr.close()
+
+
+@pytest.mark.parametrize("offered, agreed", [("2024-11-05", "2024-11-05"), ("2025-11-25", "2025-11-25"),
+                                             ("1999-01-01", "2025-11-25")])
+def test_the_handshake_agrees_on_a_version_or_offers_the_server_s_own(tmp_path, offered, agreed):
+    """Lesson 13: a server that cannot speak the offered version answers with one it can."""
+    server = subprocess.Popen([str(COURSE), "mcp", "serve"], cwd=tmp_path, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
+    try:
+        server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": offered, "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}) + "\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["result"]["protocolVersion"] == agreed
+    finally:
+        server.stdin.close()
+        assert server.wait(timeout=30) == 0
+        server.stdout.close()
+
+
+# ---- connect_mcp against software nobody here wrote: the reference time server
+@pytest.fixture(scope="module")
+def time_tools():
+    with connect_mcp(TIME_SERVER) as tools:
+        yield tools
+
+
+def test_the_time_server_s_tools_become_functions_stage_03_and_05_understand(time_tools):
+    assert sorted(time_tools) == ["convert_time", "get_current_time"] and time_tools.left_out == {}
+    assert time_tools.server.startswith("mcp-time ")
+    convert = time_tools["convert_time"]
+    assert str(inspect.signature(convert)) == "(*, source_timezone: str, time: str, target_timezone: str) -> str"
+    assert "- convert_time(source_timezone: str, time: str, target_timezone: str): Convert time between timezones" \
+        in tool_description(time_tools)
+    spec = tool_spec("convert_time", convert)   # stage 03's schema from the function equals the server's own
+    assert spec["parameters"]["required"] == ["source_timezone", "time", "target_timezone"]
+    assert {k: v["description"] for k, v in spec["parameters"]["properties"].items()} == \
+        {k: v["description"] for k, v in convert.input_schema["properties"].items()}
+
+
+def test_a_call_through_dispatch_gives_the_server_s_answer(time_tools):
+    seen = dispatch(time_tools, "convert_time", SEOUL_TO_MUMBAI)
+    assert seen.is_error is False
+    answer = json.loads(seen.content)   # the date is today's: only the clock time and the difference are fixed
+    assert answer["target"]["datetime"].endswith("T11:30:00+05:30") and answer["time_difference"] == "-3.5h"
+
+
+def test_the_server_s_is_error_result_is_an_error_observation(time_tools):
+    seen = dispatch(time_tools, "get_current_time", {"timezone": "Mars/Olympus"})
+    assert seen.is_error and seen.content.startswith("Error: get_current_time: ") and "Mars/Olympus" in seen.content
+
+
+def test_a_wrong_argument_is_caught_before_anything_is_sent(time_tools):
+    seen = dispatch(time_tools, "convert_time", {**SEOUL_TO_MUMBAI, "time": 1500})
+    assert seen.is_error and "argument 'time' of convert_time must be str" in seen.content
+    with pytest.raises(ToolError, match="arguments.time must be string, not integer"):   # the function's own check
+        time_tools["convert_time"](**{**SEOUL_TO_MUMBAI, "time": 1500})
+
+
+def test_the_unchanged_agent_answers_a_time_zone_question_through_mcp_and_recovers_from_a_tool_error(time_tools):
+    model = ScriptedModel([
+        {"tool_calls": [{"id": "c1", "name": "convert_time", "args": {**SEOUL_TO_MUMBAI, "source_timezone": "Seoul"}}]},
+        {"tool_calls": [{"id": "c2", "name": "convert_time", "args": SEOUL_TO_MUMBAI}]},
+        "서울이 오후 3시이면 뭄바이는 오전 11시 30분입니다 (3시간 30분 늦음).",
+    ], native_tools=True)
+    agent = Agent(time_tools, model)
+    assert agent.run("서울이 오후 3시일 때 뭄바이는 몇 시예요?").startswith("서울이 오후 3시이면")
+    assert agent.stop_reason == "finish" and agent.steps == 3
+    first, second = agent.trace[0].runs[0].observation, agent.trace[1].runs[0].observation
+    assert first.is_error and "Seoul" in first.content
+    assert not second.is_error and '"time_difference": "-3.5h"' in second.content
+    tool_messages = [m for m in agent.history if m["role"] == "tool"]
+    assert [m["is_error"] for m in tool_messages] == [True, False]   # the model was told which call failed
+
+
+def test_the_course_s_own_tools_make_the_round_trip_registry_to_mcp_to_agent(tmp_path):
+    with connect_mcp([str(COURSE), "mcp", "serve"], cwd=tmp_path) as tools:
+        assert list(tools) == list(default_tools()) and tools.server == "course-lib 0.1.0"
+        assert tool_description(tools) == tool_description(default_tools())   # stage 03 sees the same tools
+        model = ScriptedModel(['{"tool": "lookup", "args": {"topic": "단가"}}',
+                               '{"tool": "calculator", "args": {"expression": "24*7"}}',
+                               '{"tool": "calculator", "args": {"expression": "24/0"}}',
+                               '{"tool": "finish", "args": {"answer": "Seven units cost $168."}}'])
+        agent = Agent(tools, model)
+        assert agent.run("How much do seven units cost?") == "Seven units cost $168."
+    seen = [run.observation for step in agent.trace for run in step.runs]
+    assert [o.content for o in seen[:2]] == ["개당 $24", "168"]
+    assert seen[2].is_error and seen[2].content == "Error: calculator: division by zero is undefined; check the divisor"
+
+
+def test_api_keys_do_not_reach_the_server_and_env_does(tmp_path, monkeypatch):
+    script = tmp_path / "env_server.py"
+    script.write_text(textwrap.dedent('''
+        import os
+        from course_lib.mcp_bridge import serve
+
+        def getenv(name: str) -> str:
+            """Read one environment variable of the server process.
+
+            Args:
+                name: the variable
+            """
+            return os.environ.get(name, "(not set)")
+
+        serve({"getenv": getenv})
+    '''), encoding="utf-8")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-for-servers")
+    with connect_mcp([sys.executable, str(script)], env={"COURSE_MCP_TEST": "given"}, cwd=Path.cwd()) as tools:
+        assert tools["getenv"](name="ANTHROPIC_API_KEY") == "(not set)"
+        assert tools["getenv"](name="COURSE_MCP_TEST") == "given"
+
+
+# ---- failures: clear errors, never a crash or a hang
+MISBEHAVING = '''
+import os, sys, time
+from course_lib.mcp_bridge import serve
+
+def crash() -> str:
+    """Stop the whole server process at once."""
+    print("about to crash", file=sys.stderr, flush=True)
+    os._exit(3)
+
+def hang() -> str:
+    """Never return."""
+    time.sleep(600)
+    return "late"
+
+def echo(text: str) -> str:
+    """Give the text back.
+
+    Args:
+        text: what to give back
+    """
+    return text
+
+serve({"crash": crash, "hang": hang, "echo": echo})
+'''
+
+
+@pytest.fixture
+def misbehaving(tmp_path):
+    script = tmp_path / "misbehaving_server.py"
+    script.write_text(MISBEHAVING, encoding="utf-8")
+    return [sys.executable, str(script)]
+
+
+def test_a_tool_that_hangs_is_an_error_observation_after_the_timeout_and_the_server_goes_on(misbehaving):
+    with connect_mcp(misbehaving, timeout=2) as tools:
+        hung = dispatch(tools, "hang", {})
+        assert hung.is_error and "did not answer: no answer within 2 seconds" in hung.content
+        assert dispatch(tools, "echo", {"text": "still here"}).content == "still here"
+
+
+def test_a_server_that_dies_mid_run_is_an_error_observation_with_its_last_words(misbehaving):
+    with connect_mcp(misbehaving) as tools:
+        died = dispatch(tools, "crash", {})
+        assert died.is_error and "it stopped" in died.content and "about to crash" in died.content
+        after = dispatch(tools, "echo", {"text": "anyone?"})
+        assert after.is_error and "it stopped" in after.content
+        assert "misbehaving_server.py" in died.content and str(Path(sys.executable).parent) not in died.content
+
+
+def test_a_tool_used_after_the_block_says_the_connection_is_closed(misbehaving):
+    with connect_mcp(misbehaving) as tools:
+        echo = tools["echo"]
+    seen = dispatch({"echo": echo}, "echo", {"text": "late"})
+    assert seen.is_error and "the connection is closed" in seen.content
+
+
+@pytest.mark.parametrize("command, said", [
+    (["no-such-mcp-server-xyz"], "cannot run it"),
+    ([sys.executable, "-c", "import sys; print('no config file found', file=sys.stderr); sys.exit(2)"],
+     "it stopped (the connection closed). Its last words on stderr: no config file found"),
+    ([sys.executable, "-c", "print('Server starting...')"], "it wrote a line on stdout that is not a JSON-RPC"),
+    ([sys.executable, "-c", "import time; time.sleep(120)"], "no answer within 2 seconds"),
+])
+def test_a_server_that_cannot_start_is_a_connection_error_that_says_why(command, said):
+    with pytest.raises(ConnectionError, match="could not start the MCP server") as caught:
+        with connect_mcp(command, timeout=2):
+            pass
+    assert said in str(caught.value)
+
+
+@pytest.mark.parametrize("command", [[], "python -m server", [sys.executable, 3], None])
+def test_a_command_is_a_list_of_strings(command):
+    with pytest.raises(ValueError, match="non-empty list of strings"):
+        with connect_mcp(command):
+            pass
+
+
+# ---- the plain-data pieces
+def test_tool_to_mcp_is_stage_03_s_spec_under_mcp_s_names():
+    for name, func in default_tools().items():
+        spec = tool_spec(name, func)
+        assert tool_to_mcp(name, func) == {"name": name, "description": spec["description"],
+                                           "inputSchema": spec["parameters"]}
+    calc = default_tools()["calculator"]
+    assert tool_to_mcp("admin.tools-v2", calc)["name"] == "admin.tools-v2"
+    for bad in ["", "two words", "계산기", "x" * 129, 42]:
+        with pytest.raises(ValueError, match="not a good MCP tool name"):
+            tool_to_mcp(bad, calc)
+
+
+@pytest.mark.parametrize("result, expected", [
+    ({"content": [{"type": "text", "text": "168"}], "isError": False}, ("168", False)),
+    ({"content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}, ("a\nb", False)),
+    ({"content": [{"type": "text", "text": "no"}], "isError": True}, ("no", True)),
+    ({"content": [{"type": "text", "text": "no"}], "isError": "true"}, ("no", False)),   # only JSON true
+    ({"content": [{"type": "image", "data": "iVBO", "mimeType": "image/png"}]}, ("[image: image/png]", False)),
+    ({"content": [{"type": "resource", "resource": {"uri": "file:///a.txt", "text": "inside"}}]}, ("inside", False)),
+    ({"content": [{"type": "resource", "resource": {"uri": "file:///a.png", "blob": "AA=="}}]},
+     ("[resource: file:///a.png]", False)),
+    ({"content": [{"type": "resource_link", "uri": "file:///b.rs", "name": "b.rs"}]},
+     ("[resource_link: file:///b.rs]", False)),
+    ({"content": [], "structuredContent": {"시간": "11:30"}}, ('{"시간": "11:30"}', False)),
+    ({"content": []}, ("(the tool returned nothing)", False)),
+    ({}, ("(the tool returned nothing)", False)),
+])
+def test_from_mcp_result(result, expected):
+    assert from_mcp_result(result) == expected
+
+
+def test_from_mcp_result_refuses_what_is_not_a_result():
+    with pytest.raises(ValueError, match="a tools/call result is a JSON object, not array"):
+        from_mcp_result(["168"])
+
+
+SCHEMA = {"type": "object", "additionalProperties": False, "required": ["city", "nights"],
+          "properties": {"city": {"type": "string", "enum": ["Busan", "Seoul"]},
+                         "nights": {"type": "integer", "minimum": 1, "maximum": 30},
+                         "tags": {"type": "array", "items": {"type": "string"}},
+                         "note": {"type": ["string", "null"]}}}
+
+
+@pytest.mark.parametrize("args, problems", [
+    ({"city": "Busan", "nights": 2}, []),
+    ({"city": "Busan", "nights": 2.0, "tags": ["a"], "note": None}, []),   # 2.0 is an integer in JSON Schema
+    ({"city": "Busan"}, ["arguments is missing 'nights'"]),
+    ({"city": "Tokyo", "nights": 2}, ['arguments.city must be one of "Busan", "Seoul"']),
+    ({"city": "Busan", "nights": True}, ["arguments.nights must be integer, not boolean"]),
+    ({"city": "Busan", "nights": 0}, ["arguments.nights must be at least 1"]),
+    ({"city": "Busan", "nights": 31}, ["arguments.nights must be at most 30"]),
+    ({"city": "Busan", "nights": 2, "tags": ["a", 3]}, ["arguments.tags[1] must be string, not integer"]),
+    ({"city": "Busan", "nights": 2, "note": 5}, ["arguments.note must be string or null, not integer"]),
+    ({"city": "Busan", "nights": 2, "days": 3}, ["arguments has no 'days' (it takes: city, nights, tags, note)"]),
+    ([], ["arguments must be object, not array"]),
+])
+def test_schema_problems(args, problems):
+    assert schema_problems(SCHEMA, args) == problems
+
+
+def test_as_function_builds_a_signature_docstring_and_checks_from_the_schema_alone():
+    sent = []
+
+    def call(name, args):
+        sent.append((name, args))
+        return {"content": [{"type": "text", "text": f"booked {args['city']}"}], "isError": args.get("nights") == 9}
+
+    tool = {"name": "book-trip", "description": "Book a trip.\n  Pays nothing yet.", "inputSchema": SCHEMA}
+    book = as_function(tool, call)
+    assert book.__name__ == "mcp_tool" and book.__doc__.splitlines()[0] == "Book a trip. Pays nothing yet."
+    hints = typing.get_type_hints(book)
+    assert hints["city"] == typing.Literal["Busan", "Seoul"] and hints["nights"] is int
+    assert hints["tags"] == list[str] and hints["note"] == typing.Optional[str]
+    assert [p.default for p in inspect.signature(book).parameters.values()] == \
+        [inspect.Parameter.empty, inspect.Parameter.empty, None, None]
+    spec = tool_spec("book-trip", book)["parameters"]   # stage 03 can describe it: every parameter is documented
+    assert spec["required"] == ["city", "nights"] and spec["properties"]["tags"]["description"] == \
+        "(the server did not describe it)"
+    assert dispatch({"book": book}, "book", {"city": "Busan", "nights": 2}).content == "booked Busan"
+    wrong = dispatch({"book": book}, "book", {"city": "Tokyo", "nights": 2})   # stage 05 checks the Literal
+    assert wrong.content == "Error: argument 'city' of book must be Literal['Busan', 'Seoul'], got string \"Tokyo\"."
+    too_long = dispatch({"book": book}, "book", {"city": "Busan", "nights": 99})   # the function checks the rest
+    assert too_long.content == ("Error: book: the arguments do not fit the tool's input schema: arguments.nights "
+                                "must be at most 30")
+    assert dispatch({"book": book}, "book", {"city": "Busan", "nights": 9}).content == "Error: book: booked Busan"
+    assert sent == [("book-trip", {"city": "Busan", "nights": 2}), ("book-trip", {"city": "Busan", "nights": 9})]
+
+
+def test_as_function_refuses_a_parameter_that_cannot_be_a_python_name_and_connect_leaves_that_tool_out():
+    for name in ["source-tz", "class", "2nd"]:
+        with pytest.raises(ValueError, match="not a Python name"):
+            as_function({"name": "t", "inputSchema": {"type": "object", "properties": {name: {"type": "string"}}}},
+                        lambda n, a: {})
+
+
+def test_as_function_types_it_cannot_say_exactly_are_any_and_a_missing_description_is_named():
+    tool = {"name": "t", "inputSchema": {"type": "object", "properties": {"x": {"type": "array"}, "y": {}}}}
+    func = as_function(tool, lambda n, a: {"content": [{"type": "text", "text": "ok"}]})
+    assert typing.get_type_hints(func) == {"x": typing.Any, "y": typing.Any, "return": str}
+    assert func.__doc__.startswith("The MCP tool t (its server gave no description).")
+    assert tool_spec("t", func)["parameters"]["properties"]["x"] == {"description": "(the server did not describe it)"}
+
+
+ODD = '''
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+PAGES = {None: ([types.Tool(name="strict", description="Refuses every call.", input_schema={"type": "object"})], "p2"),
+         "p2": ([types.Tool(name="dashed", description="Takes a name Python cannot have.",
+                            input_schema={"type": "object", "properties": {"source-tz": {"type": "string"}}})], None)}
+
+async def list_tools(ctx, params):   # two pages: the client must follow nextCursor
+    tools, cursor = PAGES[params.cursor if params else None]
+    return types.ListToolsResult(tools=tools, next_cursor=cursor)
+
+async def call_tool(ctx, params):
+    raise MCPError(types.INVALID_PARAMS, f"{params.name} takes no calls today")
+
+async def main(server=Server("odd", on_list_tools=list_tools, on_call_tool=call_tool)):
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+anyio.run(main)
+'''
+
+
+def test_a_paginated_list_a_refused_call_and_a_tool_python_cannot_call(tmp_path):
+    script = tmp_path / "odd_server.py"
+    script.write_text(ODD, encoding="utf-8")
+    with connect_mcp([sys.executable, str(script)]) as tools:
+        assert list(tools) == ["strict"] and tools.server == "odd"   # page 2 was read: dashed is known
+        assert tools.left_out == {"dashed": "its parameter 'source-tz' is not a Python name"}
+        seen = dispatch(tools, "strict", {})
+    assert seen.is_error and seen.content == ("Error: strict: the server refused the call: strict takes no calls "
+                                              "today (JSON-RPC error -32602)")
+
+
+def test_importing_course_lib_and_connect_mcp_loads_no_sdk():
+    code = ("import sys; from course_lib import connect_mcp; import course_lib.mcp_bridge; "
+            "print([m for m in ('mcp', 'anyio', 'pydantic', 'httpx') if m in sys.modules])")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.strip() == "[]" and result.stderr == ""
+
+
+# ---- a framework's loop: the Anthropic SDK's tool runner, against the stand-in, with the same MCP tool
+def test_the_anthropic_sdk_s_tool_runner_drives_the_same_mcp_tool_and_sends_its_error_back_with_is_error(time_tools):
+    from anthropic import Anthropic
+    from anthropic.lib.tools import ToolError as SDKToolError, beta_tool
+    from course_lib.models.catalog import model_id
+    from course_lib.standin import StandInServer
+
+    convert = time_tools["convert_time"]
+
+    def convert_time(**args):   # notebook 13's adapter: our ToolError becomes the SDK's, sent with is_error
+        try:
+            return convert(**args)
+        except ToolError as e:
+            raise SDKToolError(str(e)) from None
+    tool = beta_tool(convert_time, description=convert.__doc__.splitlines()[0], input_schema=convert.input_schema)
+    script = [{"tool_calls": [{"name": "convert_time", "args": {**SEOUL_TO_MUMBAI, "source_timezone": "Seoul"}}]},
+              {"tool_calls": [{"name": "convert_time", "args": SEOUL_TO_MUMBAI}]},
+              "When it is 15:00 in Seoul, it is 11:30 in Mumbai."]
+    with StandInServer(script) as server:
+        client = Anthropic(base_url=server.url, api_key="sk-standin-test", max_retries=0)
+        runner = client.beta.messages.tool_runner(model=model_id("anthropic"), max_tokens=1024, thread=False,
+                                                  messages=[{"role": "user", "content": "서울 15시는 뭄바이 몇 시?"}],
+                                                  tools=[tool])
+        stops = [message.stop_reason for message in runner]
+        final = runner.until_done()
+    assert stops == ["tool_use", "tool_use", "end_turn"] and final.content[0].text.endswith("11:30 in Mumbai.")
+    assert server.problems == [] and len(server.requests) == 3
+    bodies = [r["body"] for r in server.requests]
+    assert [len(b["messages"]) for b in bodies] == [1, 3, 5]   # thread=False: the whole history every time
+    assert bodies[0]["tools"][0]["input_schema"] == convert.input_schema
+    first, second = bodies[1]["messages"][-1]["content"][0], bodies[2]["messages"][-1]["content"][0]
+    assert first["type"] == "tool_result" and first["is_error"] is True and "Seoul" in str(first["content"])
+    assert second.get("is_error") is not True and "-3.5h" in str(second["content"])
+    with StandInServer(["No tools needed."]) as server:   # lesson 13: without thread=False the SDK asks for a thread
+        client = Anthropic(base_url=server.url, api_key="sk-standin-test", max_retries=0)
+        client.beta.messages.tool_runner(model=model_id("anthropic"), max_tokens=1024, tools=[tool],
+                                         messages=[{"role": "user", "content": "hi"}]).until_done()
+    assert server.requests[0]["body"]["thread"] == {"type": "create"}
+    assert "thread" not in bodies[0]
+
+
+def test_a_garbled_server_is_explained_once_without_the_sdk_s_traceback_on_stderr():
+    code = ("import sys\nfrom course_lib import connect_mcp\n"
+            "for _ in range(2):\n"
+            "    try:\n"
+            "        with connect_mcp([sys.executable, '-c', 'print(\"Server starting...\")']):\n"
+            "            pass\n"
+            "    except ConnectionError as e:\n"
+            "        print(e)\n"
+            "import logging; print(len(logging.getLogger('mcp').handlers))\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.stderr == "", result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 3 and all("not a JSON-RPC message" in line for line in lines[:2]) and lines[2] == "1"
+
+
+def test_tools_from_a_server_combine_with_the_course_s_own_in_one_agent(time_tools):
+    """Lesson 13's last section: mappings combine, `{**tools, **time_tools}`."""
+    combined = {**default_tools(), **time_tools}
+    agent = Agent(combined, ScriptedModel(['{"tool": "finish", "args": {"answer": "done"}}']))
+    assert agent.run("hi") == "done"
+    assert [line.split("(")[0] for line in tool_description(combined).splitlines()] == \
+        ["- calculator", "- read_file", "- list_files", "- lookup", "- search_docs", "- get_current_time",
+         "- convert_time"]
+    assert "- convert_time(source_timezone: str" in agent.system_prompt
+
+
+def test_no_agent_framework_is_in_the_learner_s_install():
+    """Lesson 13: frameworks stay out of the default install; the SDKs and MCP are all it brings."""
+    import tomllib
+    from packaging.requirements import Requirement
+    pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    names = {Requirement(line).name.lower() for line in pyproject["project"]["optional-dependencies"]["course"]}
+    assert {"mcp", "mcp-server-time", "anthropic"} <= names
+    assert not names & {"langchain", "langgraph", "smolagents", "openai-agents", "crewai", "llama-index", "autogen"}
