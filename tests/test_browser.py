@@ -108,7 +108,7 @@ def run_cell(page, text: str):
     cell.scroll_into_view_if_needed()
     cell.locator(".jp-InputArea-editor").click()
     page.keyboard.press("Shift+Enter")
-    cell.locator(".jp-InputPrompt", has_text=re.compile(r"\[[0-9*]+\]")).wait_for(timeout=60_000)
+    cell.locator(".jp-InputPrompt", has_text=re.compile(r"\[[0-9*]+\]")).wait_for(timeout=180_000)
     return cell
 
 
@@ -119,9 +119,9 @@ def test_stepper_and_approval_in_jupyterlab(jupyterlab):
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.goto(f"{jupyterlab['url']}/lab/tree/06_agent_class.ipynb?token={jupyterlab['token']}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=90_000)
+            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=180_000)
             # the kernel is up when the status bar says so
-            page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=90_000)
+            page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=180_000)
             # Opening a lesson changes nothing: the kernel's metadata is already in the file, so the tab is not
             # marked unsaved and closing it would ask nothing.
             page.wait_for_timeout(2_000)   # the kernel's info arrives just after "Idle"
@@ -129,14 +129,14 @@ def test_stepper_and_approval_in_jupyterlab(jupyterlab):
 
             stepper = run_cell(page, "stepper = AgentStepper(")
             step = stepper.locator(".jp-OutputArea button", has_text="Step").first
-            step.wait_for(timeout=60_000)
+            step.wait_for(timeout=180_000)
             step.click()
             page.wait_for_function("() => document.querySelector('.stepper-count')"
                                    " && document.querySelector('.stepper-count').textContent.includes('step 1 /')",
-                                   timeout=30_000)
+                                   timeout=120_000)
             step.click()
             count = stepper.locator(".stepper-count")
-            count.filter(has_text="step 2 / 6").wait_for(timeout=30_000)
+            count.filter(has_text="step 2 / 6").wait_for(timeout=120_000)
             assert count.inner_text() == "step 2 / 6"
             call = stepper.locator(".stepper-call").first
             assert call.inner_text() == 'calculator({"expression": "24*7"})'
@@ -144,14 +144,14 @@ def test_stepper_and_approval_in_jupyterlab(jupyterlab):
 
             approval = run_cell(page, "gate = ApprovalGate()")
             approve = approval.locator(".jp-OutputArea button", has_text="Approve")
-            approve.wait_for(timeout=60_000)
+            approve.wait_for(timeout=180_000)
             # while it waits, the box says the notebook is paused (the cell's prompt shows [*])
-            approval.locator(".jp-OutputArea", has_text="Paused — waiting for your decision").wait_for(timeout=30_000)
+            approval.locator(".jp-OutputArea", has_text="Paused — waiting for your decision").wait_for(timeout=120_000)
             approval.scroll_into_view_if_needed()
             page.screenshot(path=str(ARTIFACTS / f"jupyterlab-approval-waiting{SUFFIX}.png"))
             approve.click()
-            approval.locator(".jp-OutputArea", has_text="Wrote").wait_for(timeout=60_000)
-            approval.locator(".jp-OutputArea", has_text="✓ You approved this write.").wait_for(timeout=30_000)
+            approval.locator(".jp-OutputArea", has_text="Wrote").wait_for(timeout=180_000)
+            approval.locator(".jp-OutputArea", has_text="✓ You approved this write.").wait_for(timeout=120_000)
             assert approval.locator(".jp-OutputArea button").count() == 0   # the buttons gave way to the outcome
             page.screenshot(path=str(ARTIFACTS / f"jupyterlab-approval{SUFFIX}.png"))
         except Exception:
@@ -195,7 +195,7 @@ def test_diagrams_fit_one_screen_with_readable_labels_and_alt_text(jupyterlab):
             page.goto(f"{jupyterlab['url']}/lab/tree/diagrams.ipynb?reset&token={jupyterlab['token']}")
             figures = page.locator(".jp-RenderedMermaid figure")
             page.wait_for_function(f"() => document.querySelectorAll('.jp-RenderedMermaid figure img').length"
-                                   f" >= {len(found)}", timeout=90_000)
+                                   f" >= {len(found)}", timeout=180_000)
             assert figures.count() == len(found), "a diagram did not render"
             for i, (name, k, source) in enumerate(found):
                 title = re.search(r"accTitle: (.+)", source)[1].strip()
@@ -218,7 +218,7 @@ def test_diagrams_fit_one_screen_with_readable_labels_and_alt_text(jupyterlab):
 
             # A failing check() table, as a learner sees it before the answer is right.
             page.goto(f"{jupyterlab['url']}/lab/tree/06_agent_class.ipynb?token={jupyterlab['token']}")
-            page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=90_000)
+            page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=180_000)
             cell = run_cell(page, "stepper = AgentStepper(")   # any code cell: we type over a scratch cell below
             page.keyboard.press("Escape")
             page.keyboard.press("b")                            # a new cell below, in command mode
@@ -228,7 +228,7 @@ def test_diagrams_fit_one_screen_with_readable_labels_and_alt_text(jupyterlab):
             page.keyboard.press("Shift+Enter")
             # the check's own table (the stepper above has a table too, and the check may not have rendered yet)
             table = page.locator(".jp-OutputArea table").filter(has_text="vague lookup and search").last
-            table.wait_for(timeout=60_000)
+            table.wait_for(timeout=180_000)
             assert "✗" in table.inner_text() and "✓" in table.inner_text()
             table.scroll_into_view_if_needed()
             table.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')][1]").screenshot(
