@@ -577,3 +577,73 @@ def test_an_answer_that_imports_the_finished_parse_verdict_fails_11_3(tmp_path):
     ex = by_exercise(grade(save(nb, tmp_path, "borrow11"), "11", timeout=60))
     assert not ex["11.3"].passed and ex["11.3"].detail.startswith("refused: answer cell 'ex11_3' was not run")
     assert "course_lib.planning" in ex["11.3"].detail and ex["11.4"].detail.startswith("not implemented yet")
+
+
+# -- round four (a cheating student on stages 11-13): patching the kernel, pickle, the grader's own imports --------
+TAMPER = '''from unittest import mock
+import json, pydoc
+from course_lib.courseware.checks import exercise as _exercise
+_dumps = json.dumps
+def _fake_dumps(obj, *args, **kwargs):
+    return _dumps(obj, *args, **kwargs)
+mock.patch("json.dumps", _fake_dumps).start()
+_transform = pydoc.locate("IPython.core.interactiveshell.InteractiveShell.transform_cell")
+def _skip_hidden(self, raw_cell):
+    return "pass\\n" if "BEGIN HIDDEN TESTS" in raw_cell else _transform(self, raw_cell)
+mock.patch("IPython.core.interactiveshell.InteractiveShell.transform_cell", _skip_hidden).start()
+'''
+ROUND_FOUR_REFUSED = {
+    "mock.patch on json and IPython": (TAMPER, "it imports unittest"),
+    "pydoc.locate": ("import pydoc\nf = pydoc.locate('course_lib.retrieval.BM25')", "it imports pydoc"),
+    "pickle to a finished function": ('import pickle\nv = pickle.loads(b"ccourse_lib.planning\\nparse_verdict\\n.")',
+                                      "it imports pickle"),
+    "pickle to exec": ('from pickle import loads\n_run = loads(b"cbuiltins\\nexec\\n.")', "it imports pickle"),
+    "the grader's import_module": ("from course_lib.courseware.checks import import_module\n"
+                                   "m = import_module('course_lib.retrieval')", "grading machinery"),
+    "the grader's exercise list": ("from course_lib.courseware.checks import exercise", "grading machinery"),
+    "a finished module through the handed-over tokenize": ("import inspect\nm = inspect.getmodule(tokenize)",
+                                                           "it uses .getmodule"),
+    "the library's source": ("import inspect\nsrc = inspect.getsource(tokenize)", "it uses .getsource"),
+    "a new process": ("import os\nos.posix_spawn('/bin/true', ['true'], {})", "it uses .posix_spawn"),
+    "the posix module": ("import posix\nposix.system('true')", "it imports posix"),
+}
+
+
+@pytest.mark.parametrize("name", list(ROUND_FOUR_REFUSED))
+def test_round_four_ways_around_the_grader_are_refused(name):
+    from course_lib.courseware.grader import refusal
+    source, said = ROUND_FOUR_REFUSED[name]
+    why = refusal(source, "11")
+    assert why is not None and said in why, why
+
+
+def test_a_module_kept_in_an_instance_or_code_from_outside_the_notebook_is_borrowing():
+    boxed = ("from course_lib.courseware.checks import import_module\nclass _Box:\n    def __init__(self, m):\n"
+             "        self.m = m\n_box = _Box(import_module('course_lib.evaluation'))\n"
+             "def answer(check, text):\n    return _box.m.grade_answer({'check': check}, text)['passed']")
+    assert _borrows_in(boxed, "12") == "course_lib.evaluation"
+    copied = ("src = 'def from_mcp_result(r):\\n    return r'\nns = {'__name__': 'copy13'}\nexec(src, ns)\n"
+              "answer = ns['from_mcp_result']")
+    assert _borrows_in(copied, "13") == "copy13.from_mcp_result (code from outside the notebook)"
+    third_party = "from rank_bm25 import BM25Okapi\ndef answer(q, docs):\n    return BM25Okapi(docs).get_scores(q)"
+    assert _borrows_in(third_party, "11") == "rank_bm25.BM25Okapi (code from outside the notebook)"
+
+
+def test_honest_answers_using_the_standard_library_and_earlier_stages_are_not_borrowing():
+    honest = ("import json, math, re, unicodedata\nfrom collections import Counter, defaultdict\n"
+              "from dataclasses import dataclass\nfrom course_lib.tools import ToolError\n"
+              "from course_lib.describe import tool_schema\n@dataclass\nclass Row:\n    task: str\n"
+              "class Helper:\n    def __init__(self):\n        self.counts = Counter()\n        self.pattern = re.compile('x')\n"
+              "H = Helper()\n"
+              "def answer(text):\n    row = Row(text)\n    H.counts.update(json.loads(text))\n"
+              "    if not math.isfinite(1.0):\n        raise ToolError('x')\n"
+              "    return unicodedata.normalize('NFC', row.task), defaultdict(list), tool_schema, H.pattern")
+    assert _borrows_in(honest, "11") is None
+
+
+def test_the_kernel_patching_notebook_gets_no_marks(tmp_path):
+    nb = load(ROOT / "exercises" / "11_agent_patterns_exercises.ipynb")
+    cell(nb, "ex11_1").source = TAMPER + "\n" + cell(nb, "ex11_1").source
+    ex = by_exercise(grade(save(nb, tmp_path, "tamper11"), "11", timeout=60))
+    assert not any(e.passed for e in ex.values()), ex
+    assert ex["11.1"].detail.startswith("refused: answer cell 'ex11_1' was not run because it imports unittest")

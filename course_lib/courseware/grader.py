@@ -72,7 +72,7 @@ result = json.dumps(found, ensure_ascii=False, default=str)
 # What an answer reaches: the globals its code names (nested functions and comprehensions too), its defaults,
 # its closure, a partial's function, a class's bases and members. The first finished object of this stage or a
 # later one (FINISHED) is the answer's borrowing, however it got there: a wrapper, a default, an alias.
-BORROWS = """import functools as _ft, types as _ty
+BORROWS = """import functools as _ft, types as _ty, sys as _sys
 def _borrows(obj, may_use, seen=None):
     seen = set() if seen is None else seen
     if id(obj) in seen or len(seen) > 5000:
@@ -106,6 +106,11 @@ def _borrows(obj, may_use, seen=None):
         reach = [obj.__globals__[n] for n in sorted(names) if n in obj.__globals__]
         reach += list(obj.__defaults__ or ()) + list((obj.__kwdefaults__ or {}).values())
         reach += [c.cell_contents for c in obj.__closure__ or () if c.cell_contents is not c]
+    elif module and callable(obj) and module != "__main__" and module.split(".")[0] not in _sys.stdlib_module_names \
+            and module.split(".")[0] != "course_lib":   # exec'd or third-party code (the course's: see above)
+        return f"{module}.{name} (code from outside the notebook)"
+    elif type(obj).__module__ == "__main__" and hasattr(obj, "__dict__"):   # an instance holding the borrowing
+        reach = [type(obj), *vars(obj).values()]
     elif isinstance(obj, (list, tuple, set, frozenset)):
         reach = list(obj)[:1000]
     elif isinstance(obj, dict):
@@ -232,14 +237,17 @@ def assemble(trusted, submission) -> tuple[object, dict[str, list[str]], list[st
 _MODULES = {"sys", "gc", "ctypes", "subprocess", "signal", "importlib", "builtins", "IPython", "ipykernel",
             "multiprocessing", "_thread", "threading", "atexit", "code", "codeop", "pdb", "bdb", "trace",
             "faulthandler", "pty", "socket", "marshal", "jupyter_client", "zmq", "asyncio", "nbclient", "pkgutil",
-            "runpy", "zipimport"}
+            "runpy", "zipimport", "unittest", "pickle", "_pickle", "copyreg", "shelve", "pydoc", "dill",
+            "cloudpickle", "posix", "nt", "_posixsubprocess", "_imp", "_io", "mmap"}   # mock patches; pickle calls
 _NAMES = {"get_ipython", "__import__", "eval", "exec", "compile", "globals", "vars", "locals", "breakpoint",
           "setattr", "delattr", "__builtins__", "hasattr"}
 _ATTRIBUTES = {"_getframe", "currentframe", "stack", "getouterframes", "f_back", "f_locals", "f_globals",
                "f_builtins", "tb_frame", "gi_frame", "cr_frame", "modules", "kill", "killpg", "_exit", "system",
                "fork", "popen", "putenv", "display_formatter", "for_type", "user_ns", "run_cell", "run_code",
                "events", "formatters", "input_transformer_manager", "input_transformers_cleanup",
-               "input_transformers_post", "ast_transformers", "shell", "kernel"}
+               "input_transformers_post", "ast_transformers", "shell", "kernel", "getmodule", "getfile",
+               "getsourcefile", "getsource", "getsourcelines", "getabsfile", "findsource", "posix_spawn",
+               "posix_spawnp", "startfile", "register_at_fork", "resolve_name", "locate"}   # inspect: module, source
 _SQL = {"execute", "executemany", "executescript"}   # sqlite3's cursor methods (stage 10), not os.exec*
 _DUNDERS = {"__name__", "__doc__", "__qualname__", "__init__", "__call__", "__len__", "__iter__", "__eq__",
             "__repr__", "__str__", "__hash__"}
@@ -286,6 +294,8 @@ def refusal(source: str, stage: str = "") -> str | None:
                 return f"it imports {bad[0]}"
             if isinstance(node, ast.Import) and any(n.split(".")[0] == "course_lib" for n in names):
                 return "it imports course_lib as a package (`from course_lib.x import y` names what it uses)"
+            if any(n == "course_lib.courseware" or n.startswith("course_lib.courseware.") for n in names):
+                return "it imports the course's grading machinery (course_lib.courseware), which no answer needs"
             done = [n for n in names if n == "course_lib" or n in finished(stage)]
             if done:
                 return f"it imports {done[0]}, the finished version of this stage or a later one"
