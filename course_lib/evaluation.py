@@ -3,7 +3,9 @@ measures pass rates, steps, tokens and cost per task.
 
 Adds: ``load_tasks()`` reads ``data/eval_tasks.json``: each task has an ``id``, a ``goal``, an answer ``check``
 (``exact``, ``number`` within a ``tolerance``, ``contains``, ``regex``), optional ``required_tools`` and
-``forbidden_tools``, ``max_steps`` and an optional ``max_cost`` (dollars at the example prices). Graders:
+``forbidden_tools``, ``max_steps``, an optional ``max_cost`` (dollars at the example prices) and the ``reference``
+calls the scripted stand-ins replay; a misspelt key, an unknown tool or a value of the wrong kind is a
+ValueError with a sentence. Graders:
 ``grade_answer(task, answer)``, ``grade_trajectory(task, agent)`` (tools used, finished within the steps, cost)
 and ``judge_answer(task, answer, judge)``, a model as judge that replies with stage 11's JSON verdict; the
 scripted judges ``lenient_judge``, ``length_judge`` and ``chatty_judge`` show how judges fail
@@ -12,8 +14,9 @@ task's reference calls (``careful`` as written, ``sloppy`` with the wrong tool a
 ``looping`` stuck on its first call). ``run_suite`` runs every task (× ``repeat``) with its own Agent, ``jobs``
 at a time, in task order; a simulated ``latency_ms`` per model call shows what concurrency buys, rate limits are
 retried with backoff (``with_retries``), and a model that raises is a failed run, never a crash. Ctrl-C raises
-``Interrupted`` with the runs that had finished; runs under way stop at their next model call.
-``summarise`` gives pass rate, pass^k, steps, tokens and cost; ``compare`` names regressions and fixes.
+``Interrupted`` with the finished runs ``on_result`` got; runs under way stop at their next model call.
+``summarise`` gives pass rate, pass^k, steps, tokens and cost; ``compare`` names regressions (a task missing
+from the new run among them) and fixes; ``load_results`` reads the runs ``course eval --out`` saved.
 
 Leaves out: statistics (confidence intervals, how many repeats are enough), graders that run code or read
 files the agent wrote, a human-labelled set to check the judge against, and tokens the provider did not report
@@ -37,42 +40,61 @@ from .planning import ask_critic
 from .safety import Budget
 
 TASKS_FILE = Path(__file__).parent / "data" / "eval_tasks.json"
-CHECKS = ("exact", "number", "contains", "regex")
+CHECKS = {"exact": {"value"}, "number": {"value", "tolerance"}, "contains": {"value"}, "regex": {"pattern"}}
+TASK_KEYS = ("id", "goal", "check", "required_tools", "forbidden_tools", "max_steps", "max_cost", "reference")
 _NUMBER = re.compile(r"(?<![\d.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")   # 255,000 and 3.5; "3일" is 3
 
 
 # ---------------------------------------------------------------- the suite as data
-def load_tasks(path=None) -> list[dict]:
-    """The tasks in ``path`` (default: the course's suite), each checked: a mistake in the data is a ValueError."""
+def load_tasks(path=None, tools=None) -> list[dict]:
+    """The tasks in ``path`` (default: the course's suite), each checked with ``check_task``: a file that is not
+    JSON, not a list, or holds a broken task is a ValueError (a missing file, FileNotFoundError)."""
     tasks = json.loads(Path(path or TASKS_FILE).read_text(encoding="utf-8"))
+    if not isinstance(tasks, list):
+        raise ValueError(f"a task file holds a JSON list of tasks, not a {type(tasks).__name__}")
     for k, task in enumerate(tasks):
-        check_task(task)
+        check_task(task, tools)
         if task["id"] in (t["id"] for t in tasks[:k]):
             raise ValueError(f"two tasks have the id {task['id']!r}")
     return tasks
 
 
-def check_task(task) -> None:
-    """Raise ValueError naming the task and what is wrong with it; return None if it can be run and graded."""
+def check_task(task, tools=None) -> None:
+    """Raise ValueError naming the task and what is wrong with it, whatever is wrong (a misspelt key, a tool
+    not in ``tools``, by default the course's, a value of the wrong kind); return None if it can be run."""
     name = task.get("id") if isinstance(task, dict) else None
-    problem = _task_problem(task) if isinstance(name, str) and name else "a task needs an 'id' (text)"
+    known = sorted(default_tools() if tools is None else tools)
+    problem = _task_problem(task, known) if isinstance(name, str) and name else "a task needs an 'id' (text)"
     if problem:
         raise ValueError(f"task {name!r}: {problem}")
 
 
-def _task_problem(task: dict) -> str | None:
-    check, tools = task.get("check"), task.get("required_tools", []) + task.get("forbidden_tools", [])
+def _keys(mapping: dict, allowed) -> str | None:
+    unknown = [repr(key) for key in mapping if key not in allowed]
+    return f"unknown key(s) {', '.join(unknown)}; it may have {', '.join(allowed)}" if unknown else None
+
+
+def _not_a_tool(tool: str, known: list) -> str:
+    return f"{tool!r} is not one of the tools ({', '.join(known)})"
+
+
+def _task_problem(task: dict, known: list) -> str | None:   # the first problem found, as a sentence
+    check, required, forbidden = task.get("check"), task.get("required_tools", []), task.get("forbidden_tools", [])
+    if unknown := _keys(task, TASK_KEYS):
+        return unknown
     if not isinstance(task.get("goal"), str) or not task["goal"].strip():
         return "'goal' must be non-empty text"
-    if not isinstance(check, dict) or check.get("type") not in CHECKS:
+    if not isinstance(check, dict) or check.get("type") not in tuple(CHECKS):
         return f"'check' must be a dict whose 'type' is one of {', '.join(CHECKS)}"
-    if check["type"] == "number" and not (_is_number(check.get("value")) and _is_number(check.get("tolerance", 0))
-                                          and check.get("tolerance", 0) >= 0):
-        return "a number check needs a numeric 'value' and a 'tolerance' of 0 or more"
-    values = check.get("value") if isinstance(check.get("value"), list) else [check.get("value")]
-    if check["type"] in ("exact", "contains") and not (values and all(isinstance(v, str) and v for v in values)):
-        return f"an {check['type']} check needs a 'value': text (for contains, a list of texts also works)"
-    if check["type"] == "regex":
+    kind, values = check["type"], check.get("value") if isinstance(check.get("value"), list) else [check.get("value")]
+    if unknown := _keys(check, ("type", *sorted(CHECKS[kind]))):
+        return f"the {kind} check has {unknown}"
+    if kind == "number" and not (_is_number(check.get("value")) and _is_number(check.get("tolerance", 0))
+                                 and check.get("tolerance", 0) >= 0):
+        return "the number check needs a numeric 'value' and a 'tolerance' of 0 or more"
+    if kind in ("exact", "contains") and not (values and all(isinstance(v, str) and v for v in values)):
+        return f"the {kind} check needs a 'value': text (for contains, a list of texts also works)"
+    if kind == "regex":
         try:
             re.compile(check.get("pattern"))
         except (re.error, TypeError) as e:
@@ -81,9 +103,29 @@ def _task_problem(task: dict) -> str | None:
         return "'max_steps' must be a positive whole number"
     if "max_cost" in task and not (_is_number(task["max_cost"]) and task["max_cost"] > 0):
         return "'max_cost' must be a positive number of dollars"
-    if not all(isinstance(t, str) for t in tools) or set(task.get("required_tools", [])) & set(
-            task.get("forbidden_tools", [])):
-        return "'required_tools' and 'forbidden_tools' are lists of tool names, and no tool is in both"
+    for key, tools in (("required_tools", required), ("forbidden_tools", forbidden)):
+        if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+            return f"'{key}' must be a list of tool names, such as [\"lookup\"]"
+        if unknown := next((t for t in tools if t not in known), None):
+            return _not_a_tool(unknown, known)
+    if set(required) & set(forbidden):
+        return "no tool can be in both 'required_tools' and 'forbidden_tools'"
+    return _reference_problem(task["reference"], known) if "reference" in task else None
+
+
+def _reference_problem(reference, known: list) -> str | None:
+    calls = reference.get("calls") if isinstance(reference, dict) else None
+    if not (isinstance(calls, list) and isinstance(reference.get("answer"), str) and len(reference) == 2):
+        return "'reference' must be a dict with 'calls' (a list of [tool, {args}] pairs) and an 'answer' (text)"
+    for n, call in enumerate(calls, 1):
+        if not (isinstance(call, list) and len(call) == 2 and isinstance(call[0], str) and isinstance(call[1], dict)):
+            return f"reference call {n} must be a [tool, {{args}}] pair, not {json.dumps(call, ensure_ascii=False)}"
+        if call[0] not in known:
+            return f"reference call {n}: {_not_a_tool(call[0], known)}"
+    try:
+        reference["answer"].format(result=0)
+    except (LookupError, ValueError, TypeError, AttributeError) as e:   # {x}, {0}, {result[0]}, {result.x}
+        return f"the reference 'answer' may use only {{result}}, the last calculator result ({type(e).__name__}: {e})"
     return None
 
 
@@ -158,11 +200,20 @@ def grade_trajectory(task: dict, agent) -> dict:
 
 def judge_answer(task: dict, answer, judge) -> dict:
     """A model as judge: ``judge`` (a model, or ``f(messages) -> str``) sees the goal, what was expected and the
-    answer, and replies with a JSON verdict (stage 11's ``{"ok": ..., "feedback": ...}``). ``readable`` is
-    False when no verdict could be read, which counts as not passed."""
-    verdict = ask_critic(judge, f"{task['goal']}\n\nExpected: {describe_check(task['check'])}", _norm(answer))
-    return {"passed": verdict.ok, "why": verdict.note or verdict.feedback or "the judge accepted it",
-            "readable": verdict.note is None}
+    answer, and replies with a JSON verdict as text (stage 11's ``{"ok": ..., "feedback": ...}``). ``readable``
+    is False when no verdict could be read, which counts as not passed, and ``why`` then says what was wrong."""
+    verdict = ask_critic(judge if hasattr(judge, "complete") else _text_only(judge),
+                         f"{task['goal']}\n\nExpected: {describe_check(task['check'])}", _norm(answer))
+    why = (verdict.note or "").replace("the critic", "the judge") or verdict.feedback or "the judge accepted it"
+    return {"passed": verdict.ok, "why": why, "readable": verdict.note is None}
+
+
+def _text_only(judge):   # a dict would be read as a Reply's fields: say what a judge function should return
+    def reply_in_text(messages):
+        if isinstance(reply := judge(messages), str):
+            return reply
+        raise TypeError(f"a judge replies with text, such as json.dumps({{'ok': True}}), not a {type(reply).__name__}")
+    return reply_in_text
 
 
 # Scripted judges that fail the way real ones do. Each reads only the prompt, as a model would.
@@ -331,7 +382,7 @@ def run_task(task: dict, make_model, *, repeat: int = 0, latency_ms: float = 0, 
 
 
 class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (or Stop) during ``run_suite``: ``results`` holds the runs that had finished, in task order."""
+    """Ctrl-C (or Stop) during ``run_suite``: ``results`` holds the finished runs ``on_result`` got, in task order."""
     def __init__(self, results: list[dict], planned: int):
         super().__init__(f"interrupted: {len(results)} of {planned} runs had finished")
         self.results, self.planned = results, planned
@@ -342,19 +393,24 @@ def run_suite(tasks, make_model, *, jobs: int = 1, repeat: int = 1, latency_ms: 
     """Run every task ``repeat`` times, ``jobs`` at a time (threads: the time goes in waiting for the model);
     results in task order (then repeat), whatever order they finish in. ``on_result(result)`` is called as
     each run finishes, in the calling thread. A KeyboardInterrupt becomes ``Interrupted``: runs not started
-    are cancelled, and runs under way end at their next model call (and are not in its ``results``)."""
+    are cancelled, runs under way end at their next model call, and its ``results`` are the runs that were
+    reported with ``on_result`` (a run that finished unreported is left out, so rows shown and results agree)."""
     if type(jobs) is not int or jobs < 1 or type(repeat) is not int or repeat < 1:
         raise ValueError(f"jobs and repeat must be positive whole numbers, not {jobs!r} and {repeat!r}")
     runs, stop = [(task, r) for task in tasks for r in range(repeat)], threading.Event()
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="run_suite")
     futures = [pool.submit(run_task, task, make_model, repeat=r, latency_ms=latency_ms, retries=retries,
                            backoff=backoff, tools=tools, stop=stop) for task, r in runs]
+    reported = set()
     try:
         for future in as_completed(futures):
-            if on_result is not None:
-                on_result(future.result())
-    except KeyboardInterrupt:   # the finished runs are read before `stop` can end the others early
-        raise Interrupted([f.result() for f in futures if f.done()], len(runs)) from None
+            try:
+                if on_result is not None:
+                    on_result(future.result())
+            finally:   # reported, even if Ctrl-C comes in the middle of on_result (while its row is printed)
+                reported.add(future)
+    except KeyboardInterrupt:
+        raise Interrupted([f.result() for f in futures if f in reported], len(runs)) from None
     finally:
         stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
@@ -362,8 +418,13 @@ def run_suite(tasks, make_model, *, jobs: int = 1, repeat: int = 1, latency_ms: 
 
 
 def _by_task(results: list[dict]) -> dict[str, list[bool]]:
+    """Each task's passed values, in the order tasks first appear; ValueError unless these are run records."""
+    if not isinstance(results, list):
+        raise ValueError(f"results must be a list of run records, not a {type(results).__name__}")
     by_task = defaultdict(list)
-    for r in results:
+    for i, r in enumerate(results):
+        if not (isinstance(r, dict) and isinstance(r.get("task"), str) and type(r.get("passed")) is bool):
+            raise ValueError(f"results[{i}] is not a run record: a dict with a 'task' (text) and 'passed' (a bool)")
         by_task[r["task"]].append(r["passed"])
     return by_task
 
@@ -383,8 +444,19 @@ def summarise(results: list[dict]) -> dict:
 
 
 def compare(old: list[dict], new: list[dict]) -> list[dict]:
-    """Tasks whose share of passing runs changed: ``regression`` (lower now) or ``fix`` (higher), in task order."""
+    """Tasks of ``old`` whose share of passing runs changed, in old's order: ``regression`` (lower now, or missing
+    from ``new``, with ``after`` None: a run that lost tasks, say to Ctrl-C, must not look better) or ``fix``
+    (higher). Tasks only in ``new`` have nothing to compare with."""
     before, after = ({task: sum(p) / len(p) for task, p in _by_task(results).items()} for results in (old, new))
-    return [{"task": task, "change": "regression" if after[task] < before[task] else "fix",
-             "before": before[task], "after": after[task]}
-            for task in before if task in after and after[task] != before[task]]
+    return [{"task": task, "change": "fix" if after.get(task, -1) > share else "regression", "before": share,
+             "after": after.get(task)} for task, share in before.items() if after.get(task) != share]
+
+
+def load_results(path) -> list[dict]:
+    """The run records a ``course eval --out`` file saved; ValueError for a file that holds none (a ``--json``
+    summary, say), or whose records are not run records."""
+    saved = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(saved, dict) or "results" not in saved:
+        raise ValueError('it holds no "results": compare files saved with --out (a --json summary has no runs)')
+    _by_task(saved["results"])
+    return saved["results"]

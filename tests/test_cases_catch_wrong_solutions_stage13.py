@@ -14,7 +14,7 @@ import pytest
 from course_lib import default_tools
 from course_lib.courseware.exercises.stage13 import listed
 from course_lib.dispatch import dispatch
-from course_lib.mcp_bridge import from_mcp_result, schema_problems
+from course_lib.mcp_bridge import from_mcp_result, refusal, schema_problems
 from test_cases_catch_wrong_solutions import caught_on, failed, only_slips   # tests/ is on sys.path (rootdir mode)
 
 TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object",
@@ -27,12 +27,12 @@ def json_type(value):
 
 # ---- 13.1 from_mcp_result
 def make_from_mcp_result(*, truthy_error=False, text_only=False, joiner="\n", structured=True, embedded=True,
-                         check_type=True):
+                         check_type=True, null_content=True):
     def from_mcp_result(result):
         if check_type and not isinstance(result, dict):
             raise ValueError("a tools/call result is a JSON object")
         parts = []
-        for block in result.get("content") or []:
+        for block in (result.get("content") or [] if null_content else result.get("content", [])):
             kind, inner = block.get("type"), block.get("resource") or {}
             if kind == "text":
                 parts.append(block["text"])
@@ -49,11 +49,13 @@ def make_from_mcp_result(*, truthy_error=False, text_only=False, joiner="\n", st
 
 # ---- 13.2 jsonrpc_reply
 def make_jsonrpc_reply(*, answer_notifications=False, unknown_tool_as_result=False, unknown_method=-32601,
-                       arguments_required=False, echo_id=True, check_version=True):
+                       arguments_required=False, echo_id=True, check_version=True, null_arguments=False,
+                       null_id=False, notification_first=False):
     def jsonrpc_reply(message, tools):
-        if not isinstance(message, dict):
+        ids = (int, str, type(None)) if null_id else (int, str)
+        if not isinstance(message, dict) or ("id" in message and type(message["id"]) not in ids):
             return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "Invalid Request"}}
-        if "id" not in message and not answer_notifications:
+        if notification_first and "id" not in message:
             return None
         n = message.get("id") if echo_id else 1
 
@@ -66,6 +68,8 @@ def make_jsonrpc_reply(*, answer_notifications=False, unknown_tool_as_result=Fal
         method, params = message.get("method"), message.get("params")
         if (check_version and message.get("jsonrpc") != "2.0") or not isinstance(method, str):
             return error(-32600, "Invalid Request")
+        if "id" not in message and not answer_notifications:
+            return None
         if method == "ping":
             return result({})
         if method == "tools/list":
@@ -73,11 +77,12 @@ def make_jsonrpc_reply(*, answer_notifications=False, unknown_tool_as_result=Fal
         if method != "tools/call":
             return error(unknown_method, f"Method not found: {method}")
         if not (isinstance(params, dict) and isinstance(params.get("name"), str)
-                and isinstance(params.get("arguments", {}), dict)):
+                and isinstance(params.get("arguments") or {} if null_arguments else params.get("arguments", {}),
+                               dict)):
             return error(-32602, "Invalid params")
         if params["name"] not in tools and not unknown_tool_as_result:
             return error(-32602, f"Unknown tool: {params['name']}")
-        arguments = params["arguments"] if arguments_required else params.get("arguments", {})
+        arguments = params["arguments"] if arguments_required else params.get("arguments") or {}
         seen = dispatch(tools, params["name"], arguments)
         return result({"content": [{"type": "text", "text": seen.content}], "isError": seen.is_error})
     return jsonrpc_reply
@@ -85,12 +90,14 @@ def make_jsonrpc_reply(*, answer_notifications=False, unknown_tool_as_result=Fal
 
 # ---- 13.3 schema_problems
 def make_schema_problems(*, bool_is_int=False, float_integer=True, first_only=False, additional=True, items=True,
-                         enum_types=True, stop_at_type=True):
+                         enum="json", stop_at_type=True, digit_strings=False, additional_needs_properties=False,
+                         additional_schema="check", bounds_on_bools=False):
     def check(schema, value, where):
         def fits(kind):
             if kind == "integer":
                 whole = type(value) is float and value.is_integer() if float_integer else False
-                return (isinstance(value, int) if bool_is_int else type(value) is int) or whole
+                digits = digit_strings and type(value) is str and value.isdigit()
+                return (isinstance(value, int) if bool_is_int else type(value) is int) or whole or digits
             if kind == "number":
                 return type(value) in (int, float) or (bool_is_int and type(value) is bool)
             return type(value) is {"string": str, "boolean": bool, "object": dict, "array": list,
@@ -103,10 +110,11 @@ def make_schema_problems(*, bool_is_int=False, float_integer=True, first_only=Fa
             problems.append(f"{where} must be {' or '.join(kinds)}, not {json_type(value)}")
             if stop_at_type:
                 return problems
-        same = (lambda v: value == v and type(value) is type(v)) if enum_types else (lambda v: value == v)
+        same = {"json": lambda v: value == v and (type(value) is type(v) or {type(value), type(v)} <= {int, float}),
+                "same type": lambda v: value == v and type(value) is type(v), "python": lambda v: value == v}[enum]
         if "enum" in schema and not any(same(v) for v in schema["enum"]):
             return problems + [f"{where} must be one of {schema['enum']}"]
-        if type(value) in (int, float):
+        if isinstance(value, (int, float)) if bounds_on_bools else type(value) in (int, float):
             if "minimum" in schema and value < schema["minimum"]:
                 problems.append(f"{where} must be at least {schema['minimum']}")
             if "maximum" in schema and value > schema["maximum"]:
@@ -114,10 +122,15 @@ def make_schema_problems(*, bool_is_int=False, float_integer=True, first_only=Fa
         if isinstance(value, dict):
             properties = schema.get("properties") or {}
             problems += [f"{where} is missing '{name}'" for name in schema.get("required") or [] if name not in value]
+            others = schema.get("additionalProperties")
+            if additional_schema == "as false" and isinstance(others, dict):
+                others = False
             for name, item in value.items():
                 if name in properties:
                     problems += check(properties[name], item, f"{where}.{name}")
-                elif additional and schema.get("additionalProperties") is False:
+                elif additional_schema == "check" and isinstance(others, dict):
+                    problems += check(others, item, f"{where}.{name}")
+                elif additional and others is False and ("properties" in schema or not additional_needs_properties):
                     problems.append(f"{where} has no '{name}'")
         if items and isinstance(value, list) and isinstance(schema.get("items"), dict):
             for i, item in enumerate(value):
@@ -144,9 +157,21 @@ def test_the_finished_versions_pass_the_cases_they_share_with_the_exercises():
 
 
 def test_the_reference_answers_like_course_mcp_serve_where_both_answer():
-    """13.2's reference and the real server (tests/test_mcp.py) agree on the codes: the exercise teaches the real thing."""
+    """13.2's reference and the real server agree on codes, ids and a tool error's text: the exercise teaches the
+    real thing. tests/test_mcp.py pins the server's answers; ``refusal`` is its layer before the SDK. The one
+    difference, which the exercise states: the SDK reads "arguments": null as missing (the spec's schema, and the
+    exercise, refuse it: -32602)."""
     reply = make_jsonrpc_reply()
     tools = default_tools()
+    for message in [{"id": 5, "method": "ping"}, {"jsonrpc": "1.0", "id": 6, "method": "ping"}, [1, 2], "ping",
+                    {"jsonrpc": "2.0", "id": None, "method": "ping"}, {"jsonrpc": "2.0", "id": True, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 7}, {"jsonrpc": "2.0", "method": 1}]:
+        ours, served = reply(message, tools), refusal(json.dumps(message))
+        assert (ours["id"], ours["error"]["code"]) == (served["id"], served["error"]["code"]), message
+    failed_call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                   "params": {"name": "calculator", "arguments": {"expression": "1/0"}}}
+    assert reply(failed_call, tools)["result"]["content"][0]["text"] == \
+        dispatch(tools, "calculator", {"expression": "1/0"}).content   # what the server sends, word for word
     assert reply({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "calculater"}},
                  tools)["error"]["code"] == -32602
     assert reply({"jsonrpc": "2.0", "id": 6, "method": "resources/list"}, tools)["error"]["code"] == -32601
@@ -161,6 +186,7 @@ WRONG = [
     ("13.1", lambda: make_from_mcp_result(structured=False), "structured content only"),
     ("13.1", lambda: make_from_mcp_result(embedded=False), "an embedded text resource"),
     ("13.1", lambda: make_from_mcp_result(check_type=False), "not a result"),
+    ("13.1", lambda: make_from_mcp_result(null_content=False), "content null"),   # result.get("content", [])
     # 13.2 answering a notification; an unknown tool as a result; the wrong code; arguments required; a fixed id
     ("13.2", lambda: make_jsonrpc_reply(answer_notifications=True), "a notification gets no answer"),
     ("13.2", lambda: make_jsonrpc_reply(unknown_tool_as_result=True), "an unknown tool is a protocol error"),
@@ -168,6 +194,10 @@ WRONG = [
     ("13.2", lambda: make_jsonrpc_reply(arguments_required=True), "no arguments"),
     ("13.2", lambda: make_jsonrpc_reply(echo_id=False), "the id comes back"),
     ("13.2", lambda: make_jsonrpc_reply(check_version=False), "not JSON-RPC 2.0"),
+    # null arguments read as {}; a null id accepted; a notification decided before the message is checked
+    ("13.2", lambda: make_jsonrpc_reply(null_arguments=True), "arguments null"),
+    ("13.2", lambda: make_jsonrpc_reply(null_id=True), "an id that is null"),
+    ("13.2", lambda: make_jsonrpc_reply(notification_first=True), "invalid, even without an id"),
     # 13.3 True as an integer; 2.0 refused; only the first problem; extras allowed; arrays unchecked; 1 == True
     ("13.3", lambda: make_schema_problems(bool_is_int=True), "true is not an integer"),
     ("13.3", lambda: make_schema_problems(float_integer=False), "2.0 is an integer"),
@@ -175,6 +205,15 @@ WRONG = [
     ("13.3", lambda: make_schema_problems(additional=False), "no extra arguments"),
     ("13.3", lambda: make_schema_problems(items=False), "items of an array"),
     ("13.3", lambda: make_schema_problems(stop_at_type=False), "a type mismatch stops there"),
+    # a digit string as an integer; additionalProperties only beside properties, or a schema read as false or
+    # ignored; minimum and maximum applied to booleans; enum by type (2.0 is not 2) or by Python's == (True is 1)
+    ("13.3", lambda: make_schema_problems(digit_strings=True), "'2' is not an integer"),
+    ("13.3", lambda: make_schema_problems(additional_needs_properties=True), "no properties, no extras"),
+    ("13.3", lambda: make_schema_problems(additional_schema="as false"), "extra keys against a schema"),
+    ("13.3", lambda: make_schema_problems(additional_schema="ignored"), "extra keys against a schema"),
+    ("13.3", lambda: make_schema_problems(bounds_on_bools=True), "no minimum for true"),
+    ("13.3", lambda: make_schema_problems(enum="same type"), "2.0 is 2 in an enum"),
+    ("13.3", lambda: make_schema_problems(enum="python"), "true is not 1 in an enum"),
 ]
 
 

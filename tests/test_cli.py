@@ -324,3 +324,94 @@ def test_eval_runs_a_task_file_of_your_own(tmp_path):
     path.write_text(json.dumps([dict(own[0], check={"type": "numbr", "value": 288})]), encoding="utf-8")
     broken = run_cli("eval", "--tasks", str(path))
     assert broken.returncode == 2 and "task 'twelve-units'" in broken.stderr and "Traceback" not in broken.stderr
+    assert broken.stderr.startswith("usage: course eval")   # under eval's usage, not the top-level one
+
+
+def _last_line(result):
+    return result.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("text, says", [(None, "cannot read it (No such file or directory)"),
+                                        ("[{", "not JSON (Expecting property name"),
+                                        ('{"tasks": []}', "a task file holds a JSON list of tasks, not a dict"),
+                                        ('[{"id": "x"}]', "task 'x': 'goal' must be non-empty text")])
+def test_eval_with_a_task_file_it_cannot_use_gives_one_line_under_its_usage(tmp_path, text, says):
+    path = tmp_path / "tasks.json"
+    if text is not None:
+        path.write_text(text, encoding="utf-8")
+    result = run_cli("eval", "--tasks", str(path))
+    assert result.returncode == 2 and result.stderr.startswith("usage: course eval"), result.stderr
+    assert "Traceback" not in result.stderr and _last_line(result).startswith(
+        f"course eval: error: --tasks {path}: {says}"), result.stderr
+
+
+@pytest.fixture(scope="module")
+def saved_careful(tmp_path_factory):
+    path = tmp_path_factory.mktemp("saved") / "careful.json"
+    assert run_cli("eval", "--model", "careful", "--out", str(path), "--json").returncode == 0
+    return path
+
+
+@pytest.mark.parametrize("text, says", [(None, "cannot read it (No such file or directory)"),
+                                        ("nope", "not JSON (Expecting value: line 1 column 1 (char 0))"),
+                                        ("summary", 'it holds no "results": compare files saved with --out'),
+                                        ('{"results": [{"task": "a"}]}', "results[0] is not a run record")])
+def test_compare_with_a_file_it_cannot_use_gives_one_line_and_exit_2(tmp_path, saved_careful, text, says):
+    path = tmp_path / "new.json"
+    if text == "summary":   # what `course eval --json > new.json` writes: the report, without the runs
+        text = run_cli("eval", "--model", "sloppy", "--json").stdout
+    if text is not None:
+        path.write_text(text, encoding="utf-8")
+    for old, new in ((saved_careful, path), (path, saved_careful)):
+        result = run_cli("eval", "--compare", str(old), str(new))
+        assert result.returncode == 2 and result.stderr.startswith("usage: course eval"), result.stderr
+        assert "Traceback" not in result.stderr and _last_line(result).startswith(
+            f"course eval: error: --compare {path}: {says}"), result.stderr
+
+
+def test_compare_counts_tasks_missing_from_the_new_run_so_a_stopped_run_fails(tmp_path, saved_careful):
+    from course_lib.evaluation import load_tasks
+    saved, partial = json.loads(saved_careful.read_text(encoding="utf-8")), tmp_path / "partial.json"
+    partial.write_text(json.dumps(dict(saved, interrupted=True, results=saved["results"][:5])), encoding="utf-8")
+    result = run_cli("eval", "--compare", str(saved_careful), str(partial))
+    assert result.returncode == 1, result.stderr
+    lines, ids = result.stdout.splitlines(), [t["id"] for t in load_tasks()]
+    assert lines[:-1] == [f"regression {task:<28} passed 100% → missing from NEW" for task in ids[5:]]
+    assert lines[-1] == "13 regression(s), 0 fix(es); 13 task(s) of OLD missing from NEW"
+    as_json = run_cli("eval", "--compare", str(saved_careful), str(partial), "--json")
+    report = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and (report["regressions"], report["fixes"], report["missing"]) == (13, 0, 13)
+    assert report["changes"][0] == {"task": ids[5], "change": "regression", "before": 1.0, "after": None}
+    same = run_cli("eval", "--compare", str(saved_careful), str(saved_careful), "--json")
+    assert same.returncode == 0 and json.loads(same.stdout) == {"regressions": 0, "fixes": 0, "missing": 0,
+                                                                 "changes": []}
+
+
+def test_compare_lists_regressions_first(tmp_path, saved_careful):
+    saved = json.loads(saved_careful.read_text(encoding="utf-8"))
+    first, second = saved["results"][0]["task"], saved["results"][1]["task"]
+    for name, failing in (("old", 0), ("new", 1)):   # the first task is fixed in NEW, the second regresses
+        runs = [dict(r, passed=k != failing) for k, r in enumerate(saved["results"])]
+        (tmp_path / f"{name}.json").write_text(json.dumps({"results": runs}), encoding="utf-8")
+    result = run_cli("eval", "--compare", str(tmp_path / "old.json"), str(tmp_path / "new.json"))
+    assert result.returncode == 1 and result.stdout.splitlines() == [
+        f"regression {second:<28} passed 100% → 0%", f"fix        {first:<28} passed 0% → 100%",
+        "1 regression(s), 1 fix(es)"]
+
+
+def test_ctrl_c_rows_and_the_summary_count_the_same_runs(monkeypatch, capsys):
+    """Every run has finished when Ctrl-C comes after the second row: the summary counts the two runs shown."""
+    import concurrent.futures
+    from course_lib import evaluation
+
+    def finish_all_then_ctrl_c(futures):
+        concurrent.futures.wait(futures)
+        done = concurrent.futures.as_completed(futures)
+        yield next(done)
+        yield next(done)
+        raise KeyboardInterrupt
+    monkeypatch.setattr(evaluation, "as_completed", finish_all_then_ctrl_c)
+    assert cli.main(["eval", "--model", "careful", "--jobs", "4"]) == 130
+    out, err = capsys.readouterr()
+    assert len([line for line in out.splitlines() if line.startswith("[")]) == 2
+    assert out.splitlines()[-1].startswith("passed 2/2 (100%)") and "interrupted: 2 of 18 runs had finished" in err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -66,13 +67,16 @@ def test_the_official_client_calls_calculator_24x7_and_gets_168(tmp_path):
     assert result.is_error is False and [(c.type, c.text) for c in result.content] == [("text", "168")]
 
 
-def test_a_tool_error_is_an_is_error_result_in_stage_05_words(tmp_path):
+def test_a_tool_error_is_an_is_error_result_with_the_text_of_stage_05_s_observation(tmp_path):
+    """Lesson 13 (cell 10) and exercise 13.2: the result's text is the observation's, "Error: calculator: ..."."""
     _, zero, missing, korean = official_client(
         lambda s: s.call_tool("calculator", {"expression": "1/0"}),
         lambda s: s.call_tool("calculator", {}),
         lambda s: s.call_tool("lookup", {"topic": "단가"}), cwd=tmp_path)
-    assert zero.is_error is True and zero.content[0].text == "division by zero is undefined; check the divisor"
-    assert missing.is_error is True and "missing required argument(s) 'expression'" in missing.content[0].text
+    tools = default_tools()
+    assert zero.is_error is True and zero.content[0].text == dispatch(tools, "calculator", {"expression": "1/0"}).content
+    assert zero.content[0].text == "Error: calculator: division by zero is undefined; check the divisor"
+    assert missing.is_error is True and missing.content[0].text == dispatch(tools, "calculator", {}).content
     assert korean.is_error is False and korean.content[0].text == "개당 $24"   # Korean round-trips
 
 
@@ -125,7 +129,8 @@ def test_by_hand_a_session_is_json_lines_and_each_kind_of_error_has_its_code(tmp
         server.stdin.close()
         assert server.wait(timeout=30) == 0   # closing stdin ends the server
         server.stdout.close()
-        assert server.stderr.read() == ""   # nothing but protocol messages, and no logs, for a clean session
+        assert server.stderr.read() == (f"course mcp serve: the workspace is {tmp_path} (read_file and list_files "
+                                        "reach only the files in it)\n")   # no logs for a clean session
         server.stderr.close()
 
 
@@ -299,7 +304,7 @@ def test_a_tool_used_after_the_block_says_the_connection_is_closed(misbehaving):
     (["no-such-mcp-server-xyz"], "cannot run it"),
     ([sys.executable, "-c", "import sys; print('no config file found', file=sys.stderr); sys.exit(2)"],
      "it stopped (the connection closed). Its last words on stderr: no config file found"),
-    ([sys.executable, "-c", "print('Server starting...')"], "it wrote a line on stdout that is not a JSON-RPC"),
+    ([sys.executable, "-c", "print('Server starting...')"], "it printed 'Server starting...' on stdout, which is not"),
     ([sys.executable, "-c", "import time; time.sleep(120)"], "no answer within 2 seconds"),
 ])
 def test_a_server_that_cannot_start_is_a_connection_error_that_says_why(command, said):
@@ -538,3 +543,439 @@ def test_no_agent_framework_is_in_the_learner_s_install():
     names = {Requirement(line).name.lower() for line in pyproject["project"]["optional-dependencies"]["course"]}
     assert {"mcp", "mcp-server-time", "anthropic"} <= names
     assert not names & {"langchain", "langgraph", "smolagents", "openai-agents", "crewai", "llama-index", "autogen"}
+
+
+# ---- what JSON-RPC 2.0 says a server answers, and closing stdin (checked with the exact command a learner runs)
+class Session:
+    """`course mcp serve` by hand, as lesson 13 drives it: every wait for a line has a deadline."""
+
+    def __init__(self, cwd, *args, env=None):
+        import queue
+        import threading
+        self.server = subprocess.Popen([str(COURSE), "mcp", "serve", *args], cwd=cwd, stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+                                       env=env)
+        self.lines, self.empty = queue.Queue(), queue.Empty
+        threading.Thread(target=lambda: [self.lines.put(line) for line in self.server.stdout], daemon=True).start()
+
+    def send(self, line: str):
+        self.server.stdin.write(line + "\n")
+        self.server.stdin.flush()
+
+    def answer(self, seconds=30):
+        try:
+            return json.loads(self.lines.get(timeout=seconds))
+        except self.empty:
+            return None
+
+    def hello(self):
+        self.send(json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}))
+        assert self.answer()["id"] == 0
+        self.send('{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+
+    def close(self):
+        self.server.stdin.close()
+        code = self.server.wait(timeout=30)
+        stderr = self.server.stderr.read()
+        self.server.stderr.close()
+        return code, stderr
+
+
+@pytest.mark.parametrize("line, code, n", [
+    ('{"id": 5, "method": "ping"}', -32600, 5),                                 # no "jsonrpc"
+    ('{"jsonrpc": "1.0", "id": 6, "method": "ping"}', -32600, 6),
+    ('{"jsonrpc": "2.0", "id": null, "method": "ping"}', -32600, None),        # MCP: an id is never null
+    ('{"jsonrpc": "2.0", "id": true, "method": "ping"}', -32600, None),
+    ('{"jsonrpc": "2.0", "id": 7}', -32600, 7),                                 # no method
+    ('{"jsonrpc": "2.0", "method": 1}', -32600, None),                          # invalid, even without an id
+    ('[1, 2]', -32600, None),                                                   # MCP sends no batches
+    ('"ping"', -32600, None),
+    ('{"jsonrpc": "2.0", "id": 7, "method": "ping"', -32700, None),            # a missing brace: not JSON
+    ('{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": ["calculator"]}', -32602, 8),
+])
+def test_course_mcp_serve_answers_a_message_the_sdk_would_drop_as_json_rpc_2_0_says(tmp_path, line, code, n):
+    """JSON-RPC 2.0, section 5.1: a parse error is -32700 with id null, an invalid request -32600; the MCP SDK
+    alone drops both without a word, and a client that waits for the answer waits for ever."""
+    session = Session(tmp_path)
+    try:
+        session.hello()
+        session.send(line)
+        answer = session.answer()
+        assert answer is not None, f"no answer to {line}"
+        assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", n, code)
+        assert answer["error"]["message"]
+        session.send('{"jsonrpc": "2.0", "method": "notifications/nothing"}')   # a notification: still no answer
+        session.send('{"jsonrpc": "2.0", "id": 9, "method": "ping"}')   # and the session goes on
+        assert session.answer() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+    finally:
+        assert session.close()[0] == 0
+
+
+def test_closing_stdin_right_after_the_requests_loses_no_answer(tmp_path):
+    """Piping requests into `course mcp serve`: on EOF it answers every call it has begun, then exits."""
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+              "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": n, "method": "tools/call",
+               "params": {"name": "calculator", "arguments": {"expression": f"{n}*2"}}} for n in range(2, 22)]
+    lines += [{"jsonrpc": "2.0", "id": 22, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 23, "method": "ping"}]
+    result = subprocess.run([str(COURSE), "mcp", "serve"], cwd=tmp_path, capture_output=True, text=True,
+                            input="".join(json.dumps(m) + "\n" for m in lines), timeout=60)
+    answers = {a["id"]: a for a in map(json.loads, result.stdout.splitlines())}
+    assert result.returncode == 0 and sorted(answers) == list(range(1, 24)), result.stderr
+    assert [answers[n]["result"]["content"][0]["text"] for n in range(2, 22)] == [str(n * 2) for n in range(2, 22)]
+
+
+SLOW = '''
+import sys, time
+from course_lib.mcp_bridge import serve
+
+def slow() -> str:
+    """Take a moment, then answer."""
+    time.sleep(1)
+    print("a tool that prints: this goes to stderr, never to the client", flush=True)
+    return "done"
+
+serve({"slow": slow})
+'''
+
+
+def test_a_call_still_running_when_stdin_closes_is_answered_before_the_server_exits(tmp_path):
+    script = tmp_path / "slow_server.py"
+    script.write_text(SLOW, encoding="utf-8")
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+              "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow", "arguments": {}}}]
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60,
+                            input="".join(json.dumps(m) + "\n" for m in lines))
+    answers = [json.loads(line) for line in result.stdout.splitlines()]   # every line on stdout is JSON-RPC
+    assert [a["id"] for a in answers] == [1, 2] and answers[1]["result"]["content"][0]["text"] == "done"
+    assert "a tool that prints" in result.stderr and result.returncode == 0
+
+
+def test_course_mcp_serve_help_says_what_it_serves_where_and_how_it_ends():
+    result = subprocess.run([str(COURSE), "mcp", "serve", "--help"], capture_output=True, text=True, timeout=60)
+    text = " ".join(result.stdout.split())
+    assert result.returncode == 0
+    for said in ["calculator, read_file, list_files, lookup, search_docs", "stdin and stdout",
+                 "read_file and list_files reach only the workspace", "the current folder", "--workspace",
+                 "will not serve / or your home folder",
+                 "When stdin closes, it finishes the calls it is working on, then exits"]:
+        assert said in text, said
+
+
+def test_course_mcp_serve_names_its_workspace_on_stderr_and_serves_only_that_folder(tmp_path):
+    (tmp_path / "inside").mkdir()
+    (tmp_path / "inside" / "notes.txt").write_text("메모", encoding="utf-8")
+    (tmp_path / "secret.txt").write_text("not for the client", encoding="utf-8")
+    for cwd, args in [(tmp_path / "inside", []), (tmp_path, ["--workspace", "inside"])]:
+        session = Session(cwd, *args)
+        session.hello()
+        session.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                 "params": {"name": "list_files", "arguments": {}}}))
+        listed = session.answer()["result"]["content"][0]["text"]
+        assert "notes.txt" in listed and "secret" not in listed
+        code, stderr = session.close()
+        assert code == 0 and stderr == (f"course mcp serve: the workspace is {tmp_path / 'inside'} "
+                                        "(read_file and list_files reach only the files in it)\n")
+
+
+@pytest.mark.parametrize("where", ["/", "home"])
+def test_course_mcp_serve_will_not_serve_the_whole_filesystem_or_the_home_folder(tmp_path, where):
+    env = {**os.environ, "HOME": str(tmp_path), "USERPROFILE": str(tmp_path)}
+    folder = "/" if where == "/" else str(tmp_path)
+    for args, cwd in [([], folder), (["--workspace", "/" if where == "/" else "~"], tmp_path)]:
+        result = subprocess.run([str(COURSE), "mcp", "serve", *args], cwd=cwd, env=env, capture_output=True,
+                                text=True, timeout=60, input="")
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.startswith(f"course mcp serve: will not serve {folder}: read_file and list_files "
+                                        "would reach every file in it"), result.stderr
+
+
+def test_course_mcp_serve_refuses_a_workspace_that_is_not_a_folder(tmp_path):
+    result = subprocess.run([str(COURSE), "mcp", "serve", "--workspace", str(tmp_path / "nope")], capture_output=True,
+                            text=True, timeout=60, input="")
+    assert result.returncode == 2 and "not a folder" in result.stderr and "Traceback" not in result.stderr
+
+
+# ---- connect_mcp says what is known, in a sentence
+FAKE = '''
+import json, sys
+answers = json.loads(sys.argv[1])   # method -> the result to send back
+for line in sys.stdin:
+    message = json.loads(line)
+    if "id" in message:
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": answers.get(message["method"], {})}),
+              flush=True)
+'''
+GOOD_HELLO = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}, "serverInfo": {"name": "f", "version": "1"}}
+ECHO = [sys.executable, "-c", "import sys\nfor line in sys.stdin: print(line, end='', flush=True)"]
+
+
+def test_a_program_that_echoes_what_it_reads_is_not_an_mcp_server_and_connect_mcp_says_so():
+    with pytest.raises(ConnectionError) as caught:
+        with connect_mcp(ECHO, timeout=10):
+            pass
+    assert str(caught.value).endswith(": it is not an MCP server: it sent our `initialize` request back, as a "
+                                      "program that echoes what it reads (such as `cat`) does")
+    assert "Method not found" not in str(caught.value)
+
+
+def test_an_answer_that_breaks_the_spec_is_one_sentence_not_a_pydantic_dump(tmp_path):
+    script = tmp_path / "fake_server.py"
+    script.write_text(FAKE, encoding="utf-8")
+    bad_hello = {"protocolVersion": "2025-11-25", "serverInfo": {"name": 3}}
+    with pytest.raises(ConnectionError) as caught:
+        with connect_mcp([sys.executable, str(script), json.dumps({"initialize": bad_hello})], timeout=10):
+            pass
+    said = str(caught.value)
+    assert said.endswith(": its answer does not follow the MCP spec: InitializeResult has 3 problems, the first: "
+                         "capabilities: Field required") and "pydantic.dev" not in said and "\n" not in said, said
+    answers = {"initialize": GOOD_HELLO, "tools/call": {"content": "not a list"},
+               "tools/list": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}}
+    with connect_mcp([sys.executable, str(script), json.dumps(answers)], timeout=10) as tools:
+        seen = dispatch(tools, "t", {})
+    assert seen.is_error and "pydantic.dev" not in seen.content and "\n" not in seen.content
+    assert seen.content.startswith(f"Error: t: the MCP server `python {script} ") and seen.content.endswith(
+        "gave an answer that does not fit: its answer does not follow the MCP spec: CallToolResult has 1 problem, "
+        "the first: content: Input should be a valid list")
+
+
+def test_the_command_is_shown_as_given_except_this_python():
+    with pytest.raises(ConnectionError) as caught:
+        with connect_mcp(["/etc/passwd"]):
+            pass
+    assert str(caught.value).startswith("could not start the MCP server `/etc/passwd`: cannot run it (")
+    with pytest.raises(ConnectionError) as caught:
+        with connect_mcp([sys.executable, "-c", "import sys; sys.exit(1)"]):
+            pass
+    assert str(caught.value).startswith("could not start the MCP server `python -c import sys; sys.exit(1)`:")
+
+
+NOISY = MISBEHAVING.replace('serve({"crash"', '''def noisy() -> str:
+    """Complain on stderr, then answer."""
+    print("Traceback: an earlier call went wrong", file=sys.stderr, flush=True)
+    return "said it"
+
+serve({"noisy": noisy, "crash"''')
+
+
+def test_the_last_words_after_a_failed_call_are_only_what_the_server_said_since_that_call(tmp_path):
+    script = tmp_path / "noisy_server.py"
+    script.write_text(NOISY, encoding="utf-8")
+    with connect_mcp([sys.executable, str(script)], timeout=2) as tools:
+        assert dispatch(tools, "noisy", {}).content == "said it"
+        hung = dispatch(tools, "hang", {})
+        assert hung.is_error and "no answer within 2 seconds" in hung.content and "earlier" not in hung.content
+        died = dispatch(tools, "crash", {})
+        assert died.content.endswith("it stopped (the connection closed). Its last words on stderr: about to crash")
+
+
+STRAY = '''
+import sys
+from course_lib.mcp_bridge import serve
+print("Server starting...", flush=True)   # the bug: a line on stdout before serving
+
+def echo(text: str) -> str:
+    """Give the text back.
+
+    Args:
+        text: what to give back
+    """
+    return text
+
+serve({"echo": echo})
+'''
+
+
+def test_a_stray_line_on_stdout_is_skipped_and_the_session_carries_on(tmp_path):
+    """Lesson 13: the official client logs the line and carries on, and so does connect_mcp."""
+    script = tmp_path / "stray_server.py"
+    script.write_text(STRAY, encoding="utf-8")
+    with connect_mcp([sys.executable, str(script)], timeout=10) as tools:
+        assert dispatch(tools, "echo", {"text": "still fine"}).content == "still fine"
+
+    async def official():
+        from mcp import ClientSession, StdioServerParameters, stdio_client
+        params = StdioServerParameters(command=sys.executable, args=[str(script)], cwd=Path.cwd())
+        async with stdio_client(params) as (read, write), ClientSession(read, write, read_timeout_seconds=30) as s:
+            await s.initialize()
+            return (await s.call_tool("echo", {"text": "ok"})).content[0].text
+    import logging
+
+    class Seen(logging.Handler):
+        def emit(self, record):
+            seen.append(record)
+    seen, handler = [], Seen(logging.ERROR)
+    logging.getLogger("mcp").addHandler(handler)
+    try:
+        assert anyio.run(official) == "ok"
+    finally:
+        logging.getLogger("mcp").removeHandler(handler)
+    assert any("Server starting..." in str(r.exc_info[1]) for r in seen if r.exc_info)   # logged as an error
+
+
+def test_a_server_that_prints_and_then_stops_is_described_as_exactly_that():
+    with pytest.raises(ConnectionError) as caught:
+        with connect_mcp([sys.executable, "-c", "print('Server starting...')"], timeout=10):
+            pass
+    assert str(caught.value) == ("could not start the MCP server `python -c print('Server starting...')`: it printed "
+                                 "'Server starting...' on stdout, which is not a JSON-RPC message (a server's logs go "
+                                 "to stderr), then stopped")
+
+
+def test_the_time_server_s_error_reaches_the_model_without_a_doubled_prefix(time_tools):
+    seen = dispatch(time_tools, "get_current_time", {"timezone": "Seoul"})
+    assert seen.content == "Error: get_current_time: Invalid timezone: 'No time zone found with key Seoul'"
+
+
+def test_schema_problems_follows_json_schema_on_equal_numbers_other_keys_and_booleans():
+    """Exercise 13.3 states these rules: enum compares numbers by value, additionalProperties may be a schema,
+    minimum and maximum concern numbers only, and a digit string is a string."""
+    assert schema_problems({"enum": [1, 2, 3]}, 2.0) == [] and schema_problems({"enum": [1.0]}, 1) == []
+    assert schema_problems({"enum": [1, 2]}, True) == ["arguments must be one of 1, 2"]   # true is not 1
+    assert schema_problems({"type": "object", "additionalProperties": False}, {"x": 1}) == \
+        ["arguments has no 'x' (it takes: nothing)"]
+    other = {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"}}
+    assert schema_problems(other, {"a": "any", "b": 2, "c": "x"}) == ["arguments.c must be integer, not string"]
+    assert schema_problems({"type": "object", "additionalProperties": True}, {"x": 1}) == []
+    assert schema_problems({"minimum": 1, "maximum": 0}, False) == []   # true and false are not numbers
+    assert schema_problems({"type": "integer"}, "2") == ["arguments must be integer, not string"]
+
+
+# ---- lesson 13's own cells, run as a learner changes them: they answer with ✓/✗ and never hang
+LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "13_mcp_and_frameworks.ipynb"
+
+
+def lesson_code(*firsts: str) -> str:
+    """The code cells of lesson 13 that start with each of ``firsts``, in that order."""
+    cells = ["".join(c["source"]) for c in json.loads(LESSON.read_text(encoding="utf-8"))["cells"]
+             if c["cell_type"] == "code"]
+    return "\n\n".join(next(c for c in cells if c.startswith(first)) for first in firsts)
+
+
+def run_lesson(code: str):
+    """Run lesson code in its folder, in a session of its own (a Ctrl-C sent to its group reaches nothing else)."""
+    return subprocess.run([sys.executable, "-c", code], cwd=LESSON.parent, capture_output=True, text=True,
+                          encoding="utf-8", timeout=180, start_new_session=True)
+
+
+START, CLOSE = ("import inspect", "server = subprocess.Popen"), "server.stdin.close()"
+
+
+def test_the_guessing_cell_takes_any_request_a_learner_adds_such_as_ping():
+    cell = lesson_code("guesses = {").replace("requests = {", 'requests = {\n    "a ping": ("ping", None),', 1)
+    result = run_lesson(lesson_code(*START) + "\n\n" + cell + "\n\n" + lesson_code(CLOSE))
+    assert result.returncode == 0, result.stderr
+    assert "✗ a ping" in result.stdout and "you said None     the server: result" in result.stdout
+
+
+def my_request_cell(mine: str) -> str:
+    cell = lesson_code("my_request =")
+    return f"my_request = {mine}\n" + cell[cell.index("\n\n"):]
+
+
+@pytest.mark.parametrize("mine, said", [
+    ('{"id": 100, "method": "tools/call", "params": {"name": "lookup", "arguments": {"topic": "단가"}}}',
+     "✗ the server refused it (JSON-RPC error -32600): Invalid Request"),
+    ('{"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": {"name": "lookup", "arguments": {}}}',
+     "✗ the server refused it (JSON-RPC error -32600): Invalid Request"),
+    ('{"jsonrpc": "1.0", "id": 100, "method": "tools/call", "params": {"name": "lookup"}}',
+     "✗ the server refused it (JSON-RPC error -32600)"),
+    ("'{\"jsonrpc\": \"2.0\", \"id\": 100, \"method\": \"tools/call\"'", "✗ the server refused it (JSON-RPC error -32700)"),
+    ("[1, 2]", "✗ the server refused it (JSON-RPC error -32600)"),
+    ('{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "lookup", "arguments": {"topic": "단가"}}}',
+     "✗ a request needs an id"),
+    ('{"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {"name": "lookup", "arguments": {"topic": "x"}}}',
+     "✗ not yet"),
+])
+def test_the_write_a_request_cell_answers_every_attempt_and_never_hangs(mine, said):
+    result = run_lesson(lesson_code(*START) + "\n\n" + my_request_cell(mine) + "\n\n" + lesson_code(CLOSE))
+    assert result.returncode == 0, result.stderr
+    assert said in result.stdout and "✓" not in result.stdout, result.stdout
+
+
+def test_a_ctrl_c_in_the_notebook_does_not_stop_the_server_of_section_2():
+    """Interrupting the kernel sends SIGINT to its process group; the server runs in a session of its own."""
+    interrupt = ("import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+                 "os.killpg(os.getpgid(0), signal.SIGINT)\ntime.sleep(1)\n")
+    result = run_lesson(lesson_code(*START) + "\n\n" + interrupt + lesson_code("my_request =") + "\n\n" +
+                        lesson_code(CLOSE))
+    assert result.returncode == 0, result.stderr
+    assert "✓ the server looked up the unit price for you" in result.stdout
+
+
+def test_a_server_that_stopped_is_named_with_what_to_do_instead_of_a_json_error():
+    stop = "server.kill()\nserver.wait()\n"
+    result = run_lesson(lesson_code(*START) + "\n\n" + stop + lesson_code("my_request =") + "\n\n"
+                        "try:\n    rpc('ping')\nexcept RuntimeError as e:\n    print('rpc:', e)\n")
+    assert result.returncode == 0, result.stderr
+    assert "✗ the server has stopped" in result.stdout and "run the cell that starts it" in result.stdout
+    assert "rpc: the server has stopped" in result.stdout and "JSONDecodeError" not in result.stderr
+
+
+BARE_SDK = '''
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[types.Tool(name="slow", input_schema={"type": "object"})])
+
+async def call_tool(ctx, params):
+    await anyio.sleep(1)
+    return types.CallToolResult(content=[types.TextContent(type="text", text="done")])
+
+async def main(server=Server("bare", on_list_tools=list_tools, on_call_tool=call_tool)):
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+anyio.run(main)
+'''
+
+
+def test_the_sdk_alone_drops_a_call_running_at_eof_and_a_line_that_is_not_a_request_and_serve_does_not(tmp_path):
+    """Lesson 13, section 1: close stdin only after the last answer; `course mcp serve` finishes what it began."""
+    (tmp_path / "bare.py").write_text(BARE_SDK, encoding="utf-8")
+    (tmp_path / "ours.py").write_text(SLOW, encoding="utf-8")
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+              "capabilities": {}, "clientInfo": {"name": "pipe", "version": "0"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow", "arguments": {}}}]
+    results = {}
+    for name in ("bare", "ours"):   # and a line that is not a request: the SDK alone drops it without a word
+        result = subprocess.run([sys.executable, str(tmp_path / f"{name}.py")], capture_output=True, text=True,
+                                input="".join(json.dumps(m) + "\n" for m in lines) + '{"id": 5, "method": "ping"}\n',
+                                timeout=60)
+        answers = {a["id"]: a for a in map(json.loads, result.stdout.splitlines())}
+        results[name] = answers.get(2, {}).get("result"), answers.get(5, {}).get("error", {}).get("code")
+    assert results == {"bare": (None, None),   # the call: nothing, or an error "Connection closed"
+                       "ours": ({"content": [{"type": "text", "text": "done"}], "isError": False}, -32600)}
+
+
+def test_text_printed_without_a_newline_swallows_the_next_message_and_the_hang_guard_says_what_was_printed(tmp_path):
+    """Lesson 13, section 3: the line sticks to the front of the next message, which is lost."""
+    script = tmp_path / "glued_server.py"
+    script.write_text(STRAY.replace('print("Server starting...", flush=True)',
+                                    'print("Starting", end="", flush=True)'), encoding="utf-8")
+    with pytest.raises(ConnectionError) as caught:
+        with connect_mcp([sys.executable, str(script)], timeout=3):
+            pass
+    said = str(caught.value)
+    assert ": no answer within 3 seconds (the request was cancelled); it also printed 'Starting{" in said, said
+    assert "on stdout, which is not a JSON-RPC message" in said
+
+
+def test_course_mcp_serve_reads_null_arguments_as_missing_which_exercise_13_2_refuses(tmp_path):
+    """The one difference exercise 13.2 states: the SDK is lenient where the spec's schema wants an object."""
+    session = Session(tmp_path)
+    try:
+        session.hello()
+        session.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                 "params": {"name": "calculator", "arguments": None}}))
+        assert session.answer()["result"] == {"content": [{"type": "text", "text": dispatch(
+            default_tools(), "calculator", {}).content}], "isError": True}
+    finally:
+        session.close()

@@ -361,7 +361,7 @@ def test_odd_text_in_a_task_never_escapes_dispatch_and_still_saves(tmp_path):
 def test_a_tools_step_cap_is_read_at_each_call_so_it_can_be_changed_between_runs():
     """Lesson 11 lowers the accountant's cap on the tool (``tool.max_steps``), as ``as_tool(max_steps=...)`` does."""
     for cap, is_error, says in [(1, True, "the accountant stopped without an answer (max_steps): Stopped after 1 "
-                                          "steps without an answer (the step cap is 1)."),
+                                          "step without an answer (the step cap is 1)."),
                                 (2, False, "총액은 $600입니다 (25 × $24). (The total is $600.)")]:
         goal, orchestrator, team = team_demo()
         team["accountant"].max_steps = cap

@@ -106,18 +106,38 @@ def cmd_demo(args) -> int:
     return 1 if agent.stop_reason == "model_error" else 0   # a failed API call is a failure for a script too
 
 
+def _read(args, option: str, path, read):
+    """``read(path)``, or a one-line usage error under eval's usage naming the option and the file (exit 2)."""
+    try:
+        return read(path)
+    except OSError as e:
+        args.error(f"{option} {path}: cannot read it ({e.strerror or e})")
+    except json.JSONDecodeError as e:
+        args.error(f"{option} {path}: not JSON ({e})")
+    except ValueError as e:   # not a task list or a saved run, or a broken task or run record in it
+        args.error(f"{option} {path}: {e}")
+
+
+def eval_compare(args, ev) -> int:
+    """``course eval --compare OLD NEW``: a line per changed task (a task missing from NEW is a regression)."""
+    rows = ev.compare(*(_read(args, "--compare", path, ev.load_results) for path in args.compare))
+    counts = {"regressions": sum(r["change"] == "regression" for r in rows),
+              "fixes": sum(r["change"] == "fix" for r in rows), "missing": sum(r["after"] is None for r in rows)}
+    lines = [f"{r['change']:<10} {r['task']:<28} passed {r['before']:.0%} → "
+             + ("missing from NEW" if r["after"] is None else f"{r['after']:.0%}")
+             for r in sorted(rows, key=lambda r: r["change"] != "regression")]   # regressions first
+    lines.append(f"{counts['regressions']} regression(s), {counts['fixes']} fix(es)"
+                 + (f"; {counts['missing']} task(s) of OLD missing from NEW" if counts["missing"] else ""))
+    print(json.dumps({**counts, "changes": rows}, ensure_ascii=False) if args.json else "\n".join(lines))
+    return 1 if counts["regressions"] else 0
+
+
 def cmd_eval(args) -> int:
     """Run the task suite (stage 12) and print a row per run and a summary; or compare two saved runs."""
     from .. import evaluation as ev
     if args.compare:
-        old, new = (json.loads(Path(f).read_text(encoding="utf-8"))["results"] for f in args.compare)
-        rows = ev.compare(old, new)
-        for row in rows:
-            print(f"{row['change']:<10} {row['task']:<28} passed {row['before']:.0%} → {row['after']:.0%}")
-        print(f"{sum(r['change'] == 'regression' for r in rows)} regression(s), "
-              f"{sum(r['change'] == 'fix' for r in rows)} fix(es)")
-        return 1 if any(r["change"] == "regression" for r in rows) else 0
-    tasks = ev.load_tasks(args.tasks)
+        return eval_compare(args, ev)
+    tasks = _read(args, "--tasks", args.tasks, ev.load_tasks)
     if args.model in ev.SCRIPTED:
         make_model, label = ev.SCRIPTED[args.model], f"{args.model} (a scripted stand-in, not a model)"
     else:
@@ -312,6 +332,17 @@ def cmd_make_exercises(args) -> int:
 
 def cmd_mcp_serve(args) -> int:
     from ..mcp_bridge import serve   # stage 13: the server's code is there; stdout carries only MCP messages
+    folder = Path(os.path.expanduser(args.workspace or ".")).resolve()
+    if folder.parent == folder or folder == Path(os.path.expanduser("~")).resolve():   # the root or the home folder
+        print(f"course mcp serve: will not serve {folder}: read_file and list_files would reach every file in it. "
+              "Start it in a project folder, or pass --workspace FOLDER.", file=sys.stderr)
+        return 2
+    if not folder.is_dir():
+        print(f"course mcp serve: --workspace {args.workspace}: not a folder", file=sys.stderr)
+        return 2
+    os.chdir(folder)   # the tools' workspace is the current folder (stage 01)
+    print(f"course mcp serve: the workspace is {folder} (read_file and list_files reach only the files in it)",
+          file=sys.stderr, flush=True)
     if sys.stdin.isatty():
         print("course mcp serve: an MCP server on stdin/stdout; start it from an MCP client (Ctrl-C stops it)",
               file=sys.stderr)
@@ -357,8 +388,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(func=cmd_check)
     run = sub.add_parser("eval", help="run the task suite (stage 12) with a scripted stand-in or a real model",
                          description="Exit status: 0 the suite ran (or, with --compare, no regression), 1 a "
-                                     "regression, 2 no key or server for a real model, 130 interrupted (Ctrl-C): "
-                                     "the runs that had finished are summarised, and saved with --out.")
+                                     "regression (a task of OLD missing from NEW is one), 2 a usage error (a bad "
+                                     "option, a file it cannot use, no key or server for a real model), 130 "
+                                     "interrupted (Ctrl-C): the runs shown are summarised, and saved with --out.")
     run.add_argument("--model", default="careful", choices=["careful", "sloppy", "looping", "anthropic", "openai",
                                                             "ollama"],
                      help="a scripted stand-in (careful, sloppy, looping: offline) or a real model (needs its key)")
@@ -367,16 +399,24 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repeat", type=_positive_int, default=1, metavar="K", help="runs per task, for pass^k")
     run.add_argument("--latency-ms", type=_whole, default=0, metavar="MS",
                      help="a simulated delay per model call, to see what --jobs buys")
-    run.add_argument("--json", action="store_true", help="print only the summary, as JSON (progress goes to stderr)")
+    run.add_argument("--json", action="store_true", help="print only the summary (with --compare, the changes) as "
+                                                          "JSON; progress goes to stderr")
     run.add_argument("--out", metavar="FILE", help="save every run (with its transcript) as JSON")
-    run.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="compare two saved runs: regressions first")
-    run.set_defaults(func=cmd_eval)
+    run.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), help="compare two runs saved with --out: the "
+                     "tasks whose share of passing runs changed, regressions first")
+    run.set_defaults(func=cmd_eval, error=run.error)   # eval's own usage line above its errors
     make = sub.add_parser("make-exercises", help="generate exercises/ from solutions/")
     make.add_argument("--check", action="store_true", help="write nothing; fail if exercises/ is out of date")
     make.set_defaults(func=cmd_make_exercises)
     mcp = sub.add_parser("mcp", help="stage 13: the course's tools as an MCP server")   # stage 13 (issue 15)
     serve = mcp.add_subparsers(dest="mcp_command", required=True, metavar="{serve}").add_parser(
-        "serve", help="serve the course's tools over MCP on stdin/stdout, for an MCP client to start")
+        "serve", help="serve the course's tools over MCP on stdin/stdout, for an MCP client to start",
+        description="Serves the course's default tools (calculator, read_file, list_files, lookup, search_docs) over "
+                    "MCP on stdin and stdout, for an MCP client to start; it writes only to stderr itself. read_file "
+                    "and list_files reach only the workspace: the current folder, or --workspace. It will not serve "
+                    "/ or your home folder. When stdin closes, it finishes the calls it is working on, then exits.")
+    serve.add_argument("--workspace", metavar="FOLDER", help="the folder read_file and list_files may read "
+                                                             "(default: the current folder)")
     serve.set_defaults(func=cmd_mcp_serve)
     return parser
 

@@ -1,5 +1,5 @@
 """Pictures of a run: the messages array growing, tokens and cost per step, and the tool calls over time; and of
-an evaluation (stage 12): the pass rate per model, and cost against pass rate.
+an evaluation (stage 12): the pass rate per model or scripted stand-in, and cost against pass rate.
 
 Each plot has a ``*_data`` function that returns plain data (what tests check) and a function that draws
 it and returns the matplotlib ``Figure`` (explicit size, labelled axes, no machine paths). matplotlib is
@@ -145,20 +145,20 @@ def attack_plot(rates: list[dict], title: str = "Prompt injections that landed, 
 _COLORS = ("#4c72b0", "#dd8452", "#c44e52", "#55a868", "#8172b2")
 
 
-def pass_rate_plot(summaries: dict[str, dict], title: str = "Runs passed, per model"):
-    """One bar per model: its pass rate (``evaluation.summarise``), labelled passed/runs (a 0 % bar still says 0/18)."""
+def pass_rate_plot(summaries: dict[str, dict], title: str = "Runs passed, per model or stand-in"):
+    """One bar per model or stand-in: its pass rate (``evaluation.summarise``), labelled passed/runs (0/18 too)."""
     models = list(summaries)
     fig, ax = _figure()
     bars = ax.bar(range(len(models)), [100 * summaries[m]["pass_rate"] for m in models],
                   color=[_COLORS[k % len(_COLORS)] for k in range(len(models))])
     ax.bar_label(bars, [f"{summaries[m]['passed']}/{summaries[m]['runs']}" for m in models])
-    ax.set(xticks=range(len(models)), xticklabels=models, xlabel="model", ylabel="runs passed (%)", ylim=(0, 112),
-           title=title)
+    ax.set(xticks=range(len(models)), xticklabels=models, xlabel="model or stand-in", ylabel="runs passed (%)",
+           ylim=(0, 112), title=title)
     return fig
 
 
-def cost_plot(summaries: dict[str, dict], title: str = "What a model costs against how often it passes"):
-    """One point per model, labelled with its name: the suite's cost at the example prices against its pass rate."""
+def cost_plot(summaries: dict[str, dict], title: str = "Cost against how often it passes, per model or stand-in"):
+    """One labelled point per model or stand-in: the suite's cost at the example prices against its pass rate."""
     fig, ax = _figure()
     for k, (model, s) in enumerate(summaries.items()):
         ax.scatter(s["cost"], 100 * s["pass_rate"], s=80, color=_COLORS[k % len(_COLORS)], zorder=3)

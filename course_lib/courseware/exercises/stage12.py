@@ -15,11 +15,6 @@ def grading(check: dict, answer):
     return lambda f: f(copy.deepcopy(check), answer)
 
 
-def kind_of_result(f) -> str:
-    got = f({"type": "regex", "pattern": r"\d+"}, "168 units")
-    return type(got).__name__
-
-
 def check_untouched(f) -> str:
     check = {"type": "contains", "value": ["Laptop", "Mentor"]}
     f(check, "a laptop and a mentor")
@@ -29,7 +24,6 @@ def check_untouched(f) -> str:
 NUMBER = {"type": "number", "value": 168, "tolerance": 0.5}
 WON = {"type": "number", "value": 255000, "tolerance": 0}
 EVERY = {"type": "contains", "value": ["09:00", "18:00"]}
-NUMBER_HINT = "the first number: -?, digits with optional thousands commas, then optional .digits"
 
 
 # ---- 12.2 pass_rates
@@ -53,9 +47,8 @@ def rates(f, results) -> dict:
 
 def results_untouched(f) -> str:
     results = runs({"a": "✓✗", "b": "✓✓"})
-    before = copy.deepcopy(results)
     f(results)
-    return "unchanged" if results == before else "changed"
+    return "unchanged" if results == runs({"a": "✓✗", "b": "✓✓"}) else "changed"
 
 
 def real_runs(f) -> dict:
@@ -118,8 +111,7 @@ def both_untouched(f) -> str:
 
 def careful_then_sloppy(f) -> list:
     from ...evaluation import careful, load_tasks, run_suite, sloppy
-    tasks = load_tasks()
-    return [r["task"] for r in f(run_suite(tasks, careful), run_suite(tasks, sloppy))]
+    return [r["task"] for r in f(run_suite(load_tasks(), careful), run_suite(load_tasks(), sloppy))]
 
 
 def drop(task: str, before: float, after: float | None) -> dict:
@@ -138,7 +130,12 @@ EXERCISES = {
              hint="exact means equal after trimming: '1024.' is not '1024'"),
         Case("exact: decomposed Hangul (NFD)", grading({"type": "exact", "value": "십"}, NFD_SIP), expected=True,
              hint="unicodedata.normalize('NFC', text) on both sides: the same syllable can be stored two ways"),
-        Case("number: in a sentence", grading(NUMBER, "$168 in all"), expected=True, hint=NUMBER_HINT),
+        Case("exact: the check's text decomposed (NFD)", grading({"type": "exact", "value": NFD_SIP}, "십"),
+             expected=True, hint="normalise the check's text too, not only the answer: either can arrive as NFD"),
+        Case("exact: case counts", grading({"type": "exact", "value": "No"}, "no"), expected=False,
+             hint="exact means equal after normalising: only contains ignores case"),
+        Case("number: in a sentence", grading(NUMBER, "$168 in all"), expected=True,
+             hint="the first number: -?, digits with optional thousands commas, then optional .digits"),
         Case("number: at the edge, 168.5", grading(NUMBER, "168.5"), expected=True,
              hint="within the tolerance includes its edge: abs(found - value) <= tolerance"),
         Case("number: just past it, 168.51", grading(NUMBER, "168.51"), expected=False,
@@ -149,12 +146,14 @@ EXERCISES = {
              hint="commas between groups of three digits are thousands separators: remove them before float()"),
         Case("number: the first number counts", grading(WON, "3일 2박: 255,000원"), expected=False,
              hint="the first number in '3일 2박: 255,000원' is 3, so it is not 255000"),
-        Case("number: 3일 is 3", grading({"type": "number", "value": 3}, "3일"), expected=True,
-             hint="a number ends where the digits end: '3일' holds the number 3"),
+        Case("number: 3일 is 3", grading({"type": "number", "value": 3, "tolerance": 0.5}, "3일"), expected=True,
+             hint="a number ends where the digits end, even with a letter right after it: '3일' holds the number 3"),
         Case("number: a minus sign", grading({"type": "number", "value": -4.5, "tolerance": 0}, "-4.5 degrees"),
              expected=True, hint="a '-' right before the digits belongs to the number"),
         Case("number: no tolerance given", grading({"type": "number", "value": 87}, "87.01 dollars"), expected=False,
              hint="a missing tolerance is 0: check.get('tolerance', 0)"),
+        Case("number: no tolerance, exactly right", grading({"type": "number", "value": 87}, "87 dollars"),
+             expected=True, hint="0 away is within a tolerance of 0: abs(found - value) <= tolerance, not <"),
         Case("number: no number at all", grading(NUMBER, "no idea"), expected=False,
              hint="no number in the answer: it does not pass (and does not crash)"),
         Case("contains: case does not matter", grading({"type": "contains", "value": "Laptop"}, "a LAPTOP on day one"),
@@ -167,14 +166,18 @@ EXERCISES = {
              hint="only case is ignored, not spaces"),
         Case("contains: decomposed Hangul (NFD)", grading({"type": "contains", "value": "십"}, f"{NFD_SIP} 개"),
              expected=True, hint="normalise both texts to NFC before looking"),
+        Case("contains: the check's text decomposed (NFD)", grading({"type": "contains", "value": [NFD_SIP]}, "십 개"),
+             expected=True, hint="normalise each of the check's texts too, not only the answer"),
+        Case("contains: ß casefolds to ss", grading({"type": "contains", "value": "straße"}, "STRASSE 12"),
+             expected=True, hint="str.lower() keeps ß, so use .casefold() as the spec says: it turns ß into ss"),
         Case("regex: a search, not a match", grading({"type": "regex", "pattern": r"\d+"}, "It is 168."), expected=True,
              hint="re.search finds the pattern anywhere; re.match only at the start"),
         Case("regex: anchored with ^ and $", grading({"type": "regex", "pattern": r"^\d+$"}, "168 units"),
              expected=False, hint="the pattern itself says 'the whole answer': just use re.search"),
         Case("no answer never passes", grading({"type": "regex", "pattern": ".*"}, None), expected=False,
              hint="answer None (the run gave no answer) is False, even for a pattern that matches empty text"),
-        Case("returns a bool", kind_of_result, expected="bool",
-             hint="return True or False, not the match object: bool(re.search(...)) or `is not None`"),
+        Case("returns a bool", lambda f: type(f({"type": "regex", "pattern": r"\d+"}, "168 units")).__name__,
+             expected="bool", hint="return True or False, not the match object: bool(re.search(...)) or `is not None`"),
         Case("the check is not changed", check_untouched, expected="unchanged",
              hint="build new texts; do not write the normalised ones back into check"),
         Case("an unknown type", grading({"type": "fuzzy", "value": "x"}, "x"), raises=ValueError,
@@ -195,12 +198,16 @@ EXERCISES = {
              hint="a concurrent suite returns runs in any order: group them by task first"),
         Case("pass^k is not pass rate ** k", lambda f: rates(f, runs({"a": "✓✗", "b": "✓✗"}))["pass^k"],
              expected=0.0, hint="neither task passed both of its runs: 0.0, whatever 0.5 ** 2 says"),
-        Case("Korean task ids", lambda f: rates(f, runs({"출장비": "✓✓", "환불": "✗✓"})),
-             expected=row(4, 2, 2, 3 / 4, 1.0, 1 / 2), hint="a task id is any text"),
+        Case("Korean task ids", lambda f: rates(f, runs({"출장비": "✓", "환불": "✗"})),
+             expected=row(2, 2, 1, 1 / 2, 1 / 2, 1 / 2), hint="a task id is any text"),
         Case("records from run_suite", real_runs, expected=row(8, 4, 2, 1.0, 1.0, 1.0),
              hint="real records hold more keys (steps, cost, transcript): use 'task' and 'passed' only"),
         Case("no runs", lambda f: rates(f, []), expected=row(0, 0, 0, 0.0, 0.0, 0.0),
              hint="an empty list: zeros everywhere (0.0 for the rates), not a ZeroDivisionError"),
+        Case("no runs: the rates are floats", lambda f: {k: type(v).__name__ for k, v in rates(f, []).items()},
+             expected={"runs": "int", "tasks": "int", "k": "int", "pass_rate": "float", "pass@k": "float",
+                       "pass^k": "float"},
+             hint="the rates are floats even for no runs: 0.0, not 0 (runs, tasks and k stay whole numbers)"),
         Case("the runs are not changed", results_untouched, expected="unchanged", hint="only read the records"),
         Case("unequal repeats", lambda f: rates(f, runs({"a": "✓✓✓", "b": "✓✓"})), raises=ValueError,
              hint="pass^k compares tasks on equal terms: every task needs the same number of runs, else ValueError"),
@@ -210,6 +217,8 @@ EXERCISES = {
              hint=RECORD_HINT),
         Case("not a list", lambda f: rates(f, {"task": "a", "passed": True}), raises=ValueError,
              hint="results is a list of run records: else raise ValueError"),
+        Case("a tuple, not a list", lambda f: rates(f, tuple(runs({"a": "✓"}))), raises=ValueError,
+             hint="the spec says a list: anything else, a tuple too, raises ValueError (isinstance(results, list))"),
     ]),
     "12.3": Exercise("Check the path a run took", [
         Case("a good run", path(PRICE_TASK, called("lookup", "calculator"), 3), expected=[],
@@ -229,6 +238,9 @@ EXERCISES = {
              expected=["called forbidden search_docs"], hint="one line per forbidden tool, however often it is called"),
         Case("forbidden, even when it failed", path(PRICE_TASK, called("search_docs!", "lookup", "calculator"), 4),
              expected=["called forbidden search_docs"], hint="calling it is the problem, whether it worked or not"),
+        Case("stop reason None", path(PRICE_TASK, called("lookup", "calculator"), 2, None),
+             expected=["did not finish (stop reason None)"],
+             hint="None is not 'finish' either: test stop_reason != 'finish', not its truth"),
         Case("stopped at the cap", path(PRICE_TASK, called("lookup", "lookup", "lookup", "lookup"), 4, "max_steps"),
              expected=["never called calculator", "did not finish (stop reason 'max_steps')"],
              hint="stop_reason other than 'finish': f\"did not finish (stop reason {stop_reason!r})\""),
@@ -249,8 +261,7 @@ EXERCISES = {
         Case("a tool both required and forbidden",
              path({"required_tools": ["lookup"], "forbidden_tools": ["lookup"]}, [], 1), raises=ValueError,
              hint="a task cannot require and forbid the same tool: raise ValueError"),
-        Case("steps=True", path(PRICE_TASK, [], True), raises=ValueError,
-             hint="True is an int in Python: test type(steps) is int"),
+        Case("steps=True", path(PRICE_TASK, [], True), raises=ValueError, hint="True is an int: type(steps) is int"),
         Case("steps=-1", path(PRICE_TASK, [], -1), raises=ValueError, hint="steps is a whole number, 0 or more"),
         Case("a call without a tool", path(PRICE_TASK, [{"step": 1, "is_error": False}], 1), raises=ValueError,
              hint="every call is a dict with a 'tool' (text): else raise ValueError"),

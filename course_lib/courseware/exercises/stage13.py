@@ -100,6 +100,8 @@ def sentences(f) -> list:
     return found if not isinstance(found, list) else [isinstance(p, str) and " " in p.strip() for p in found]
 
 
+OTHERS_ARE_INTEGERS = {"type": "object", "properties": {"city": {"type": "string"}},
+                       "additionalProperties": {"type": "integer"}}
 PATH_HINT = "each sentence starts with the path of the value at fault: arguments, arguments.city, arguments.guests[1]"
 
 EXERCISES = {
@@ -127,6 +129,9 @@ EXERCISES = {
              hint="no blocks: json.dumps(result['structuredContent'], ensure_ascii=False)"),
         Case("nothing at all", lambda f: read(f, {}), expected=("(the tool returned nothing)", False),
              hint="no blocks and no structuredContent: '(the tool returned nothing)'"),
+        Case("content null", lambda f: read(f, {"content": None, "isError": True}),
+             expected=("(the tool returned nothing)", True),
+             hint="here content is None (JSON null): no blocks, as when it is missing (None cannot be looped over)"),
         Case("the result is not changed", lambda f: (lambda r: (f(r), r)[1])({"content": [text("x"), IMAGE]}),
              expected={"content": [text("x"), IMAGE]}, hint="only read the result"),
         Case("not a result", lambda f: f(["168"]), raises=ValueError, hint="a result is a dict: raise ValueError"),
@@ -167,7 +172,11 @@ EXERCISES = {
         Case("arguments that are not an object", lambda f: answered(f, call("calculator", "24*7")),
              expected=error(-32602), hint="arguments must be an object when given: else -32602"),
         Case("a name that is not text", lambda f: answered(f, call(["calculator"], {})), expected=error(-32602),
-             hint="params['name'] must be a str: else -32602"),
+             hint="here the name is a list, ['calculator']: check that it is a str before looking it up in tools "
+                  "(a list cannot be a dict key: 'unhashable type'); not a str: -32602"),
+        Case("arguments null", lambda f: answered(f, request("tools/call", {"name": "calculator", "arguments": None})),
+             expected=error(-32602), hint="'arguments' is there but None (JSON null), which is not a dict: -32602; "
+                                          "only a missing 'arguments' means {}"),
         Case("a notification gets no answer", lambda f: f({"jsonrpc": "2.0", "method": "notifications/initialized"},
                                                           TOOLS), expected=None, hint="no 'id': return None"),
         Case("not JSON-RPC 2.0", lambda f: answered(f, {"jsonrpc": "1.0", "id": 6, "method": "ping"}),
@@ -175,7 +184,12 @@ EXERCISES = {
         Case("no method", lambda f: answered(f, {"jsonrpc": "2.0", "id": 7}), expected=error(-32600, n=7),
              hint="'jsonrpc' must be '2.0' and 'method' a str: else -32600"),
         Case("not a message at all", lambda f: answered(f, ["ping"]), expected=error(-32600, n=None),
-             hint="not a dict: -32600 with id None"),
+             hint="here the message is a list, ['ping']: not a dict, so -32600 with id None"),
+        Case("an id that is null", lambda f: answered(f, {"jsonrpc": "2.0", "id": None, "method": "ping"}),
+             expected=error(-32600, n=None), hint="MCP: an id is a str or an int, never None: -32600 with id None"),
+        Case("invalid, even without an id", lambda f: answered(f, {"jsonrpc": "2.0", "method": 1}),
+             expected=error(-32600, n=None), hint="method 1 is not a str: an invalid message is answered (-32600, "
+                                                   "id None) even without an id; check it before the notification"),
     ]),
     "13.3": Exercise("Arguments against an input schema", [
         Case("a good call", lambda f: where(f, {"city": "Busan", "nights": 2}), expected=[],
@@ -189,14 +203,30 @@ EXERCISES = {
              hint=PATH_HINT),
         Case("true is not an integer", lambda f: where(f, {"city": "Busan", "nights": True}),
              expected=["arguments.nights"], hint="bool is a subclass of int in Python; not in JSON Schema"),
+        Case("'2' is not an integer", lambda f: where(f, {"city": "Busan", "nights": "2"}),
+             expected=["arguments.nights"], hint="'2' is a string: JSON Schema checks the type, it converts nothing"),
         Case("2.0 is an integer", lambda f: where(f, {"city": "Busan", "nights": 2.0}), expected=[],
              hint="JSON has one kind of number: 2.0 is an integer, 2.5 is not"),
         Case("not in the enum", lambda f: where(f, {"city": "Tokyo", "nights": 2}), expected=["arguments.city"],
              hint="the value must be one of schema['enum']"),
+        Case("2.0 is 2 in an enum", lambda f: where(f, 2.0, schema={"type": "integer", "enum": [1, 2, 3]}),
+             expected=[], hint="as in 'type', numbers compare by value: 2.0 equals 2"),
+        Case("true is not 1 in an enum", lambda f: where(f, True, schema={"enum": [1, 2]}), expected=["arguments"],
+             hint="True == 1 in Python, but true is not a number in JSON: compare the type too, numbers aside"),
+        Case("no minimum for true", lambda f: where(f, True, schema={"maximum": 0}), expected=[],
+             hint="minimum and maximum are for numbers; true and false are not numbers"),
         Case("below the minimum", lambda f: where(f, {"city": "Busan", "nights": 0}), expected=["arguments.nights"],
              hint="minimum and maximum are inclusive"),
         Case("no extra arguments", lambda f: where(f, {"city": "Busan", "nights": 2, "pets": 1}),
              expected=["arguments"], hint="additionalProperties: false: a name not in properties is a problem"),
+        Case("no properties, no extras", lambda f: where(f, {"x": 1}, schema={"type": "object",
+                                                                             "additionalProperties": False}),
+             expected=["arguments"], hint="no 'properties' means none are listed: with additionalProperties false, "
+                                          "every key is a problem"),
+        Case("extra keys against a schema", lambda f: where(f, {"city": "Busan", "nights": 2, "note": "x"},
+                                                            schema=OTHERS_ARE_INTEGERS), expected=["arguments.note"],
+             hint="additionalProperties may be a schema: each key not in properties is checked against it, at "
+                  "path.key (only False refuses them all)"),
         Case("items of an array", lambda f: where(f, {"city": "Busan", "nights": 2, "guests": ["민지", 7]}),
              expected=["arguments.guests[1]"], hint="check each item against schema['items'], at path[i]"),
         Case("objects inside an array", lambda f: where(f, {"city": "Busan", "nights": 2, "rooms": [{"beds": 1}, {}]}),
