@@ -70,3 +70,32 @@ def test_the_stage_09_and_10_figures_are_what_the_code_measures():
     assert f"sends {sum(plain):,} estimated input tokens in all with no trimming" in flat
     assert f"({plain[-1]:,} at the last call)" in flat and f"{sum(window):,} with a window of the last 4 steps" in flat
     assert f"(flat at {window[-1]} per call)" in flat and f"{sum(summary):,} when summarised above 800 tokens" in flat
+
+
+def test_the_stage_11_and_12_figures_are_what_the_code_measures():
+    """Recall@3 over the labelled questions and the stand-ins' pass rates, recomputed (offline, scripted)."""
+    import os
+    from course_lib import evaluation as ev
+    from course_lib.retrieval import Index, load_questions, recall_at_k
+    here = os.getcwd()
+    try:
+        os.chdir(ROOT / "notebooks" / "workspace")
+        index, questions = Index.from_workspace("."), load_questions()
+        measured = recall_at_k(index, questions, 3)
+        kinds = {kind: recall_at_k(index, [q for q in questions if q["kind"] == kind], 3) for kind in
+                 ("direct", "paraphrase", "cross-language")}
+    finally:
+        os.chdir(here)
+    flat = " ".join(README.split())
+    found = round(measured["overall"] * measured["questions"])
+    assert (f"top three for {found} of {measured['questions']} labelled questions (recall@3 {measured['overall']:.3f}: "
+            f"English {measured['en']:.3f}, Korean {measured['ko']:.3f})") in flat
+    said = [f"{round(kinds[k]['overall'] * kinds[k]['questions'])} of {kinds[k]['questions']}" for k in kinds]
+    assert (f"{said[0]} that use the answer's words, {said[1]} paraphrases, {said[2]} asked in the other "
+            "language") in flat
+    tasks = ev.load_tasks()
+    rates = {name: ev.summarise(ev.run_suite(tasks, getattr(ev, name), jobs=4)) for name in ("careful", "sloppy",
+                                                                                               "looping")}
+    assert (f"the three scripted stand-ins pass {rates['careful']['passed']}/{len(tasks)} (careful), "
+            f"{rates['sloppy']['passed']}/{len(tasks)} (sloppy) and {rates['looping']['passed']}/{len(tasks)} "
+            "(looping)") in flat
