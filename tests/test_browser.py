@@ -103,12 +103,21 @@ def jupyterlab(tmp_path):
 
 
 def run_cell(page, text: str):
-    """Select the code cell containing `text`, run it with Shift+Enter, and return its locator."""
+    """Select the code cell containing `text`, run it with Shift+Enter, and return its locator. A press made while
+    a just-opened notebook's kernel is still starting can be dropped (the prompt stays `[ ]`; the status bar may
+    show another tab's kernel as Idle), so a cell that shows no sign of running is pressed again, up to 3 times."""
     cell = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text=text)).first
-    cell.scroll_into_view_if_needed()
-    cell.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
-    cell.locator(".jp-InputPrompt", has_text=re.compile(r"\[[0-9*]+\]")).wait_for(timeout=180_000)
+    started = cell.locator(".jp-InputPrompt", has_text=re.compile(r"\[[0-9*]+\]"))
+    for attempt in range(3):
+        cell.scroll_into_view_if_needed()
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            started.wait_for(timeout=60_000 if attempt < 2 else 180_000)
+            return cell
+        except Exception as e:   # Playwright's TimeoutError: not started, so press again
+            if "Timeout" not in type(e).__name__ or attempt == 2:
+                raise
     return cell
 
 
