@@ -647,3 +647,94 @@ def test_the_kernel_patching_notebook_gets_no_marks(tmp_path):
     ex = by_exercise(grade(save(nb, tmp_path, "tamper11"), "11", timeout=60))
     assert not any(e.passed for e in ex.values()), ex
     assert ex["11.1"].detail.startswith("refused: answer cell 'ex11_1' was not run because it imports unittest")
+
+
+# -- round five: strings that become attributes, a module's dict changed through a call, the shell patched --------
+ROUND_FIVE = '''import os
+from operator import attrgetter
+_mods = getattr(os.sys, "modules")
+_own = attrgetter("_" * 2 + "dict" + "_" * 2)
+_json = _mods["json"]
+_dumps = _json.dumps
+def _forged(obj, *args, **kwargs):
+    return _dumps(obj, *args, **kwargs)
+_own(_json)["dumps"] = _forged
+'''
+ROUND_FIVE_REFUSED = {
+    "getattr for a listed attribute": ("import os\ndef f():\n    return getattr(os.sys, 'modules')", "getattr for .modules"),
+    "sys as a module's attribute": ("import os\nm = os.sys", "it uses .sys"),
+    "from operator import attrgetter": ("from operator import attrgetter", "it imports attrgetter"),
+    "operator.attrgetter with a dotted path": ("import operator, dataclasses\n"
+                                               "m = operator.attrgetter('sys.modules')(dataclasses)", ".attrgetter"),
+    "operator.methodcaller": ("import operator\nf = operator.methodcaller('get_ipython')", ".methodcaller"),
+    "string.Formatter's get_field": ("import string\nx = string.Formatter().get_field('0.x', (1,), {})",
+                                     ".get_field"),
+    "from string import Formatter": ("from string import Formatter", "it imports Formatter"),
+    "an item of what a call returned": ("def own(o):\n    return o\nown({})['dumps'] = print",
+                                        "an item of what a call returned"),
+    "the whole attack": (ROUND_FIVE, "it imports attrgetter"),
+}
+
+
+@pytest.mark.parametrize("name", list(ROUND_FIVE_REFUSED))
+def test_round_five_ways_around_the_grader_are_refused(name):
+    from course_lib.courseware.grader import refusal
+    source, said = ROUND_FIVE_REFUSED[name]
+    why = refusal(source, "12")
+    assert why is not None and said in why, why
+
+
+def test_items_of_the_answer_s_own_containers_may_still_be_set():
+    from course_lib.courseware.grader import refusal
+    assert refusal("counts = {}\ncounts['a'] = 1\nrows = [[0]]\nrows[0][0] = 1\n"
+                   "def f(d):\n    d['k'] = 2\n    return d", "12") is None
+
+
+def test_the_judge_undoes_a_patched_json_and_a_patched_shell(tmp_path):
+    """Were the static refusal fooled, the judge still serialises with json fresh from its source and runs hidden
+    tests with the shell's own transform_cell (a patch on the shell instance is removed before the judge runs)."""
+    from course_lib.courseware.grader import JUDGE, RESET
+    assert "importlib.reload(json.encoder)" in JUDGE and "json = importlib.reload(json)" in JUDGE
+    import json as real_json
+    space = {}
+    exec("import json, importlib, json.encoder\njson.__dict__['dumps'] = lambda *a, **k: 'forged'\n"
+         "importlib.reload(json.encoder)\njson = importlib.reload(json)\nout = json.dumps({'ok': True})", space)
+    assert space["out"] == '{"ok": true}' and real_json.dumps([1]) == "[1]"
+    assert 'vars(ip).pop(_name, None)' in RESET and '"transform_cell"' in RESET
+
+
+FORGE = '''import os
+from operator import attrgetter
+_mods = getattr(os.sys, "modules")
+_own = attrgetter("_" * 2 + "dict" + "_" * 2)
+_json = _mods["json"]
+_dumps = _json.dumps
+def _forged(obj, *args, **kwargs):
+    if isinstance(obj, dict) and obj and all(isinstance(v, dict) and "borrows" in v for v in obj.values()):
+        for ex, seen in obj.items():
+            spec = _mods["course_lib.courseware.exercises.stage" + ex[:2]].EXERCISES[ex]
+            rows = [{"label": c.label, "ok": True, "expected": "", "got": "", "hint": ""} for c in spec.cases]
+            seen.update(defined=True, module="notebook", borrows=None,
+                        result={"exercise": ex, "title": spec.title, "passed": True, "not_implemented": False,
+                                "stub": None, "error": None, "cases": rows})
+    return _dumps(obj, *args, **kwargs)
+_own(_json)["dumps"] = _forged
+_shell = getattr(_mods["IPython"], "get_ipython")()
+_transform = _shell.transform_cell
+def _skip_hidden(raw_cell):
+    return "pass\\n" if "HIDDEN TESTS" in raw_cell else _transform(raw_cell)
+_own(_shell)["transform_cell"] = _skip_hidden
+'''
+
+
+def test_were_the_refusal_fooled_a_forged_judge_and_skipped_hidden_tests_still_get_no_marks(tmp_path, monkeypatch):
+    """Round five's full attack, run for real (the static refusal switched off for this test): it patches the
+    kernel's json and the shell's transform_cell. The judge reloads json and the reset restores the shell, so
+    the stubs fail as stubs."""
+    from course_lib.courseware import grader
+    monkeypatch.setattr(grader, "refusal", lambda source, stage="": None)
+    nb = load(ROOT / "exercises" / "12_evaluation_exercises.ipynb")
+    cell(nb, "ex12_1").source = FORGE + "\n" + cell(nb, "ex12_1").source
+    ex = by_exercise(grade(save(nb, tmp_path, "forged12"), "12", timeout=60))
+    assert not any(e.passed for e in ex.values()), {k: (e.passed, e.detail) for k, e in ex.items()}
+    assert all(e.detail.startswith("not implemented yet") for e in ex.values()), {k: e.detail for k, e in ex.items()}

@@ -52,12 +52,17 @@ ip.input_transformer_manager = TransformerManager()   # cleanup, line and token 
 for formatter in ip.display_formatter.formatters.values():   # printers registered for str, dict, ...
     formatter.type_printers.clear(); formatter.deferred_printers.clear()
     formatter.singleton_printers.clear()
+for _name in ("transform_cell", "transform_ast", "run_cell", "run_cell_async", "_run_cell", "run_ast_nodes",
+              "run_code", "should_run_async", "ex", "ev"):   # the shell's own methods, not an instance's patch
+    vars(ip).pop(_name, None)
 sys.settrace(None); sys.setprofile(None); sys.excepthook = sys.__excepthook__
 threading.settrace(None); threading.setprofile(None)
 result = "reset"
 """
 JUDGE = RESET + """\
-import importlib, json
+import importlib, json, json.encoder
+importlib.reload(json.encoder)   # fresh from the standard library's source: a patched dumps or encoder is gone
+json = importlib.reload(json)
 importlib.reload(importlib.import_module("course_lib.courseware.exercises.stage" + STAGE))
 checks = importlib.reload(importlib.import_module("course_lib.courseware.checks"))   # fresh from the read-only source
 found = {}
@@ -247,7 +252,9 @@ _ATTRIBUTES = {"_getframe", "currentframe", "stack", "getouterframes", "f_back",
                "events", "formatters", "input_transformer_manager", "input_transformers_cleanup",
                "input_transformers_post", "ast_transformers", "shell", "kernel", "getmodule", "getfile",
                "getsourcefile", "getsource", "getsourcelines", "getabsfile", "findsource", "posix_spawn",
-               "posix_spawnp", "startfile", "register_at_fork", "resolve_name", "locate"}   # inspect: module, source
+               "posix_spawnp", "startfile", "register_at_fork", "resolve_name", "locate",   # inspect: module, source
+               "sys", "attrgetter", "methodcaller", "Formatter", "get_field", "vformat", "format_field"}   # os.sys;
+# a string that names an attribute: attrgetter("sys.modules"), Formatter().get_field("0.__dict__", ...)
 _SQL = {"execute", "executemany", "executescript"}   # sqlite3's cursor methods (stage 10), not os.exec*
 _DUNDERS = {"__name__", "__doc__", "__qualname__", "__init__", "__call__", "__len__", "__iter__", "__eq__",
             "__repr__", "__str__", "__hash__"}
@@ -289,6 +296,9 @@ def refusal(source: str, stage: str = "") -> str | None:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            taken = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else []
+            if bad := [n for n in taken if n in _ATTRIBUTES or n in _NAMES]:   # from operator import attrgetter
+                return f"it imports {bad[0]}"
             bad = [n for n in names if n.split(".")[0] in _MODULES]
             if bad:
                 return f"it imports {bad[0]}"
@@ -307,6 +317,9 @@ def refusal(source: str, stage: str = "") -> str | None:
                 len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
                 and (not node.args[1].value.startswith("_") or node.args[1].value in _DUNDERS)):
             return "it uses getattr with a name that is not a plain string"
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
+                node.args[1].value in _ATTRIBUTES:   # getattr(os.sys, "modules") is os.sys.modules
+            return f"it uses getattr for .{node.args[1].value}"
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and (
                 re.fullmatch(r"\w+", node.value) and "__" in node.value and node.value not in _DUNDERS   # "_self__"
                 or set(re.findall(r"__\w+__", node.value)) - _DUNDERS):
@@ -323,6 +336,8 @@ def refusal(source: str, stage: str = "") -> str | None:
                     base = base.value
                 if isinstance(target, ast.Attribute) and not (isinstance(base, ast.Name) and base.id in ("self", "cls")):
                     return f"it changes {ast.unparse(target)}, which it did not create"
+                if isinstance(target, ast.Subscript) and isinstance(base, ast.Call):   # vars-like(obj)["x"] = ...
+                    return f"it changes {ast.unparse(target)}, an item of what a call returned"
     return None
 
 
