@@ -459,7 +459,10 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
                     client.execute_cell(cell, index)
                     if client.statuses.get(index, ("",))[0] == "error" and client.statuses[index][1] == "TimeoutError":
                         if not _silent(client, "pass", 5):   # still stuck after the interrupt: stop here
-                            reason = f"the kernel was still busy {timeout} s after a cell was interrupted"
+                            stuck = _grade_id(cell) or f"cell {index + 1}"   # e.g. ex11_3_check: name the exercise
+                            reason = (f"the kernel was still busy {timeout} s after cell '{stuck}' was interrupted "
+                                      "(code running inside C, such as a regular expression that backtracks, "
+                                      "cannot be stopped)")
                             break
                 if not reason:
                     judge_source = (f"STAGE = {stage!r}\nCANDIDATES = {candidates!r}\nFINISHED = {finished(stage)!r}\n"
