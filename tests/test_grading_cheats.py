@@ -739,15 +739,3 @@ def test_were_the_refusal_fooled_a_forged_judge_and_skipped_hidden_tests_still_g
     assert not any(e.passed for e in ex.values()), {k: (e.passed, e.detail) for k, e in ex.items()}
     assert all(e.detail.startswith("not implemented yet") for e in ex.values()), {k: e.detail for k, e in ex.items()}
 
-
-def test_a_kernel_stuck_inside_a_regular_expression_is_reported_with_the_cell_that_ran(tmp_path):
-    """A learner's `\\{.*\\}` answer to 11.3 backtracks for minutes on a million `{`, inside `re`, where an interrupt
-    cannot reach: the report names the cell it was stuck in, so the learner knows which exercise to look at."""
-    nb = load(ROOT / "exercises" / "11_agent_patterns_exercises.ipynb")
-    cell(nb, "ex11_3").source = ("import json, re\ndef parse_verdict(text):\n"
-                                 "    found = re.search(r'\\{.*\\}', text, re.S) if isinstance(text, str) else None\n"
-                                 "    try:\n        data = json.loads(found.group()) if found else None\n"
-                                 "    except ValueError:\n        return None\n"
-                                 "    return data if isinstance(data, dict) and isinstance(data.get('ok'), bool) else None\n")
-    g = grade(save(nb, tmp_path, "regex11"), "11", timeout=6)
-    assert "the kernel was still busy 6 s after cell 'ex11_3_check' was interrupted" in g.reason, g.reason
