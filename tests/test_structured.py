@@ -4,12 +4,11 @@ import pytest
 
 from course_lib.models import ModelError, ScriptedModel
 from course_lib.models.anthropic import AnthropicModel
-from course_lib.models.openai import OpenAIModel
 from course_lib.standin import StandInServer
 from course_lib.structured import ask_nicely, structured_answer, takes_tool_choice
 from course_lib.tools import ToolError
+from test_tool_choice import KEY, make, provider  # noqa: F401  (provider: the fixture, both APIs)
 
-KEY = "sk-test-0123456789"
 HISTORY = [{"role": "system", "content": "Be brief."},
            {"role": "user", "content": "부산 출장 2박, 모두 얼마예요?"},
            {"role": "assistant", "content": "Two nights in Busan come to 255,000 won."}]
@@ -27,17 +26,6 @@ def trip_report(city: str, nights: int, total_won: int) -> str:
     if nights < 1:
         raise ToolError(f"nights must be 1 or more, not {nights}")
     return "recorded"
-
-
-def make(provider, server, **kwargs):
-    if provider == "anthropic":
-        return AnthropicModel(base_url=server.url, api_key=KEY, max_retries=0, **kwargs)
-    return OpenAIModel(base_url=server.url + "/v1", api_key=KEY, max_retries=0, **kwargs)
-
-
-@pytest.fixture(params=["anthropic", "openai"])
-def provider(request):
-    return request.param
 
 
 def call(args, text=""):
