@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 export PYTHONHASHSEED := 0
 
-.PHONY: lab test demo doctor bench execute exercises clean-venv
+.PHONY: lab test mutate demo doctor bench execute exercises clean-venv
 
 # Two installs, two stamps. A learner's commands need only the `course` extra (JupyterLab, the SDKs, what the
 # `course` command imports); `make test` adds the `test` extra on top (pytest, nbval, Playwright, nbgrader...),
@@ -29,6 +29,11 @@ lab: $(STAMP)
 
 test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -n auto --dist loadscope
+
+# Mutation testing (issue 16): how many small bugs planted in each stage module the tests catch. Minutes, not
+# seconds, so not part of `make test`. `make mutate MUTATE_ARGS="course_lib/tools.py --show"` for one module.
+mutate: $(TEST_STAMP)
+	$(BIN)/python scripts/mutate.py $(MUTATE_ARGS)
 
 execute: $(STAMP)
 	$(BIN)/python scripts/execute.py

@@ -1,0 +1,273 @@
+"""`make mutate`: how many bugs would the tests catch? Mutation testing with mutmut, one module at a time.
+
+For each module in TARGETS, a scratch copy of the course is made under build/mutate/<module>/, mutmut changes the
+module in small ways (a `<` for a `<=`, a string emptied, a `+ 1` dropped: each change is a "mutant") and runs the
+tests that exercise that module against each mutant. A mutant the tests notice is *killed*; one they do not notice
+*survived* — a bug those tests would let through. The score is killed / (mutants - known equivalents), where an
+equivalent mutant is one no test could tell apart from the original (listed, with a reason each, in
+tests/mutation_equivalents.toml).
+
+    python scripts/mutate.py                      # every module; scores printed and written to the README
+    python scripts/mutate.py course_lib/tools.py  # one module (or several); survivors listed with their diffs
+    python scripts/mutate.py --list               # the modules and the tests each is measured against
+
+Not part of `make test`: it takes minutes per module, not seconds.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRATCH = ROOT / "build" / "mutate"
+EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
+README = ROOT / "README.md"
+GOAL = 0.90
+BEGIN, END = "<!-- mutate:begin -->", "<!-- mutate:end -->"
+
+# Each stage module (and the grading machinery) with the test files that exercise it in-process. Tests that only
+# reach a module through a subprocess or a notebook kernel are left out: mutmut sees no call from them, and they
+# would make each mutant cost seconds.
+TARGETS: dict[str, list[str]] = {
+    "course_lib/tools.py": ["tests/test_tools.py", "tests/test_hostile_input.py"],
+    "course_lib/registry.py": ["tests/test_registry.py"],
+    "course_lib/describe.py": ["tests/test_describe.py"],
+    "course_lib/parsing.py": ["tests/test_parsing.py", "tests/test_thought.py"],
+    "course_lib/dispatch.py": ["tests/test_dispatch.py", "tests/test_hostile_input.py"],
+    "course_lib/agent.py": ["tests/test_agent.py", "tests/test_thought.py", "tests/test_hostile_input.py"],
+    "course_lib/approval.py": ["tests/test_approval.py", "tests/test_hostile_input.py"],
+    "course_lib/standin.py": ["tests/test_standin.py", "tests/test_standin_strict.py", "tests/test_tool_choice.py",
+                             "tests/test_documented_payloads.py"],
+    "course_lib/models/base.py": ["tests/test_adapters.py", "tests/test_tool_choice.py", "tests/test_live_path.py"],
+    "course_lib/models/anthropic.py": ["tests/test_adapters.py", "tests/test_tool_choice.py",
+                                       "tests/test_documented_payloads.py"],
+    "course_lib/models/openai.py": ["tests/test_adapters.py", "tests/test_tool_choice.py",
+                                    "tests/test_documented_payloads.py"],
+    "course_lib/models/remote.py": ["tests/test_adapters.py", "tests/test_live_path.py"],
+    "course_lib/models/scripted.py": ["tests/test_adapters.py", "tests/test_agent.py"],
+    "course_lib/models/catalog.py": ["tests/test_catalog.py", "tests/test_adapters.py"],
+    "course_lib/safety.py": ["tests/test_safety.py", "tests/test_redteam_stage09_10.py"],
+    "course_lib/memory.py": ["tests/test_memory.py", "tests/test_redteam_stage09_10.py"],
+    "course_lib/retrieval.py": ["tests/test_retrieval.py"],
+    "course_lib/planning.py": ["tests/test_planning.py"],
+    "course_lib/orchestration.py": ["tests/test_orchestration.py"],
+    "course_lib/structured.py": ["tests/test_structured.py"],
+    "course_lib/evaluation.py": ["tests/test_evaluation.py"],
+    "course_lib/mcp_bridge.py": ["tests/test_mcp.py"],
+    "course_lib/courseware/checks.py": ["tests/test_checks.py"],
+    "course_lib/courseware/grading.py": ["tests/test_exercises.py", "tests/test_nbgrader.py"],
+    "course_lib/courseware/grader.py": ["tests/test_grading_cheats.py", "tests/test_exercises.py"],
+}
+
+# What the scratch copy needs besides course_lib and tests: the tests read the workspace, fixtures and lessons.
+COPY = ["course_lib", "tests", "conftest.py", "notebooks", "solutions", "exercises", "scripts", "README.md",
+        "nbval_sanitize.cfg", "benchmarks"]
+
+STATUS = {1: "killed", 3: "killed", 0: "survived", 5: "no tests", 33: "no tests", 34: "skipped", 36: "timeout",
+          -24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", 37: "caught by type check", -11: "segfault",
+          -9: "segfault", None: "not checked", 2: "interrupted"}
+CAUGHT = {"killed", "timeout", "segfault", "caught by type check"}
+
+
+def scratch_dir(module: str, scratch: Path = SCRATCH) -> Path:
+    return scratch / module.replace("/", "_").removesuffix(".py")
+
+
+def prepare(module: str, tests: list[str], scratch: Path = SCRATCH) -> Path:
+    """A fresh copy of the course with a pyproject.toml that tells mutmut which module and tests to use."""
+    folder = scratch_dir(module, scratch)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints", "*.pyc", "agent_data", "transcripts")
+    for name in COPY:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, folder / name, ignore=ignore)
+        elif source.exists():
+            shutil.copy2(source, folder / name)
+    config = {
+        "source_paths": ["course_lib"],
+        "only_mutate": [module],
+        "also_copy": [name for name in COPY if name not in ("course_lib", "tests")],
+        # no nbval, no xdist: mutmut runs the selected tests itself, in forked workers
+        "pytest_add_cli_args": ["-p", "no:cacheprovider", "-p", "no:xdist", "-q"],
+        "pytest_add_cli_args_test_selection": tests,
+    }
+    lines = ["[tool.pytest.ini_options]", 'addopts = ""',
+             'filterwarnings = ["ignore::DeprecationWarning"]', "", "[tool.mutmut]"]
+    lines += [f"{key} = {json.dumps(value)}" for key, value in config.items()]
+    (folder / "pyproject.toml").write_text("\n".join(lines) + "\n")
+    return folder
+
+
+def run_mutmut(folder: Path, jobs: int, log) -> int:
+    mutmut = Path(sys.executable).with_name("mutmut")
+    if not mutmut.exists():
+        raise SystemExit(f"mutmut is not installed next to {sys.executable}: `make mutate` installs it (the test "
+                         "extra), or `pip install -e '.[test]'`")
+    env = dict(os.environ, PYTHONHASHSEED="0", PYTHONDONTWRITEBYTECODE="1")
+    process = subprocess.Popen([str(mutmut), "run", "--max-children", str(jobs)], cwd=folder, env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    last = ""
+    for raw in iter(lambda: process.stdout.read(256), b""):
+        text = raw.decode("utf-8", "replace")
+        log.write(text)
+        parts = [part for part in (last + text).replace("\r", "\n").split("\n") if part.strip()]
+        last = parts[-1] if parts else last
+        if sys.stderr.isatty():
+            sys.stderr.write("\r    " + last[:100].ljust(100))
+            sys.stderr.flush()
+    if sys.stderr.isatty():
+        sys.stderr.write("\r" + " " * 104 + "\r")
+    return process.wait()
+
+
+def diffs_of(folder: Path, names: list[str]) -> dict[str, str]:
+    """Each mutant's diff against the original function, read back with mutmut's own helper."""
+    if not names:
+        return {}
+    code = ("import json, sys\n"
+            "from mutmut.mutation.diff_apply import get_diff_for_mutant, find_mutant\n"
+            "out = {}\n"
+            "for name in json.load(sys.stdin):\n"
+            "    out[name] = get_diff_for_mutant(name, path=find_mutant(name).path)\n"
+            "print(json.dumps(out))\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=folder, input=json.dumps(names), capture_output=True,
+                          text=True, check=True)
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def changed_lines(diff: str) -> tuple[str, str]:
+    """The removed and the added lines of a mutant's diff, stripped (several lines joined with ' / ')."""
+    removed = [line[1:].strip() for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    added = [line[1:].strip() for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    return " / ".join(removed), " / ".join(added)
+
+
+def function_of(name: str) -> str:
+    """`course_lib.tools.xǁClassǁmethod__mutmut_3` -> `Class.method`; `course_lib.tools.x_calculator__mutmut_7` ->
+    `calculator`."""
+    mangled = name.rsplit(".", 1)[-1].rsplit("__mutmut_", 1)[0]
+    if mangled.startswith("xǁ"):
+        return ".".join(part for part in mangled[2:].split("ǁ") if part)
+    return mangled.removeprefix("x_")
+
+
+def load_equivalents(paths: list[Path] = (EQUIVALENTS,)) -> list[dict]:
+    entries = []
+    for path in paths:
+        if Path(path).exists():
+            entries += tomllib.loads(Path(path).read_text()).get("equivalent", [])
+    return entries
+
+
+def is_equivalent(module: str, name: str, diff: str, equivalents: list[dict]) -> dict | None:
+    before, after = changed_lines(diff)
+    for entry in equivalents:
+        if (entry["module"] == module and entry["function"] == function_of(name)
+                and entry["before"] == before and entry["after"] == after):
+            return entry
+    return None
+
+
+def measure(module: str, jobs: int, show: bool, equivalent_files: list[Path] = (EQUIVALENTS,),
+            scratch: Path = SCRATCH) -> dict:
+    tests = TARGETS[module]
+    folder = prepare(module, tests, scratch)
+    started = time.monotonic()
+    with open(folder / "mutmut.log", "w") as log:
+        code = run_mutmut(folder, jobs, log)
+    meta_file = folder / "mutants" / (module + ".meta")
+    if code != 0 or not meta_file.exists():
+        tail = (folder / "mutmut.log").read_text(errors="replace").replace("\r", "\n").splitlines()[-15:]
+        raise SystemExit(f"mutmut failed on {module} (exit {code}); the end of {folder / 'mutmut.log'}:\n"
+                         + "\n".join(tail))
+    statuses = {name: STATUS.get(code, "suspicious")
+                for name, code in json.loads(meta_file.read_text())["exit_code_by_key"].items()}
+    missed = sorted((name for name, status in statuses.items() if status not in CAUGHT),
+                    key=lambda n: (function_of(n), int(n.rsplit("_", 1)[-1])))
+    diffs = diffs_of(folder, missed)
+    equivalents = load_equivalents(equivalent_files)
+    equivalent = [name for name in missed if is_equivalent(module, name, diffs[name], equivalents)]
+    survivors = [name for name in missed if name not in equivalent]
+    counted = len(statuses) - len(equivalent)
+    caught = counted - len(survivors)
+    result = {"module": module, "tests": tests, "mutants": len(statuses), "equivalent": len(equivalent),
+              "caught": caught, "survived": len(survivors), "score": caught / counted if counted else 1.0,
+              "seconds": round(time.monotonic() - started, 1),
+              "survivors": {name: {"status": statuses[name], "diff": diffs[name]} for name in survivors}}
+    (folder / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    if show:
+        for name in survivors:
+            print(f"\n## {name} ({statuses[name]})\n{diffs[name]}")
+    return result
+
+
+def table(results: list[dict]) -> str:
+    rows = ["| Module | Mutants | Known equivalent | Caught | Survived | Score |", "|---|---:|---:|---:|---:|---:|"]
+    for r in results:
+        mark = "" if r["score"] >= GOAL else " (below 90 %)"
+        rows.append(f"| `{r['module']}` | {r['mutants']} | {r['equivalent']} | {r['caught']} | {r['survived']} "
+                    f"| {r['score']:.1%}{mark} |")
+    return "\n".join(rows)
+
+
+def write_readme(results: list[dict]) -> None:
+    text = README.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"README.md has no {BEGIN} ... {END} block to write the scores into")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    README.write_text(f"{head}{BEGIN}\n{table(results)}\n{END}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", help="modules to measure (default: all of them)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="mutants tested at once")
+    parser.add_argument("--list", action="store_true", help="list the modules and their tests, then stop")
+    parser.add_argument("--equivalents", type=Path, action="append", default=[EQUIVALENTS], metavar="FILE",
+                        help="another list of known equivalent mutants (TOML, as tests/mutation_equivalents.toml)")
+    parser.add_argument("--scratch", type=Path, default=SCRATCH, metavar="FOLDER",
+                        help="where the scratch copies go (default: build/mutate)")
+    parser.add_argument("--show", action="store_true", help="print each survivor's diff")
+    parser.add_argument("--no-readme", action="store_true", help="do not write the scores into README.md")
+    args = parser.parse_args(argv)
+    args.scratch = args.scratch.resolve()
+    if args.list:
+        for module, tests in TARGETS.items():
+            print(f"{module}: {' '.join(tests)}")
+        return 0
+    unknown = [m for m in args.modules if m not in TARGETS]
+    if unknown:
+        parser.error(f"not a measured module: {', '.join(unknown)} (see --list)")
+    modules = args.modules or list(TARGETS)
+    results = []
+    for number, module in enumerate(modules, 1):
+        print(f"[{number}/{len(modules)}] {module} against {' '.join(TARGETS[module])}", flush=True)
+        result = measure(module, args.jobs, show=args.show, equivalent_files=args.equivalents,
+                         scratch=args.scratch)
+        results.append(result)
+        print(f"    {result['score']:.1%}: {result['caught']} of {result['mutants'] - result['equivalent']} caught "
+              f"({result['equivalent']} known equivalent, {result['survived']} survived) in {result['seconds']} s",
+              flush=True)
+    print("\n" + table(results))
+    if not args.modules and not args.no_readme:
+        write_readme(results)
+        print("\nWritten to README.md.")
+    below = [r["module"] for r in results if r["score"] < GOAL]
+    if below:
+        print(f"\nBelow {GOAL:.0%}: {', '.join(below)}. Survivors: {args.scratch}/<module>/result.json")
+    return 1 if below else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
