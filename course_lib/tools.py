@@ -49,7 +49,7 @@ def _refuse_node(node: ast.AST) -> ToolError:
     if isinstance(node, ast.Constant):
         what = "strings are" if isinstance(node.value, (str, bytes)) else f"the value {node.value!r} is"
     elif isinstance(node, (ast.BinOp, ast.UnaryOp)):
-        what = f"the operator {_SYMBOLS.get(type(node.op), type(node.op).__name__)} is"
+        what = f"the operator {_SYMBOLS[type(node.op)]} is"   # every operator _evaluate does not take is here
     else:
         what = _REFUSED.get(type(node), f"{type(node).__name__} expressions") + " are"
     return ToolError(f"{what} not allowed; use numbers, + - * / // % ** and parentheses")
@@ -72,8 +72,10 @@ def _check_size(value):
 
 def _power(base, exponent):
     # Estimate the size first: 9**9**9 must be refused before Python tries to build it.
-    if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and abs(base) > 1:
-        if exponent * (abs(base).bit_length() - 1) > MAX_RESULT_BITS:
+    # The result has at least exponent * (bits of the base - 1) + 1 bits. A base of 0 is left out: 0 to a
+    # negative power is a division by zero, not a large number.
+    if isinstance(base, int) and isinstance(exponent, int) and base != 0:
+        if exponent * (abs(base).bit_length() - 1) >= MAX_RESULT_BITS:
             raise ToolError(_TOO_BIG)
     result = operator.pow(base, exponent)
     if isinstance(result, complex):
@@ -102,11 +104,11 @@ def _evaluate(node: ast.AST, depth: int = 0):
 
 
 def _literal_underflows(expression: str, tree: ast.AST) -> bool:
-    """A literal such as 1e-400 is read as 0.0: is there a nonzero digit before its exponent?"""
+    """A literal such as 1e-400 is read as 0.0: is the part before its exponent nonzero?"""
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and type(node.value) is float and node.value == 0:
-            digits = ast.get_source_segment(expression, node) or ""
-            if any(d in "123456789" for d in digits.lower().split("e")[0]):
+            mantissa = ast.get_source_segment(expression, node).lower().split("e")[0]
+            if float(mantissa) != 0:   # at most 200 digits without an exponent: never rounded to 0 itself
                 return True
     return False
 
@@ -132,7 +134,7 @@ def calculator(expression: str) -> str:
         raise ToolError(f"not a valid arithmetic expression ({type(e).__name__}); "
                         "use numbers, + - * / // % ** and parentheses") from None
     # Only an exponent makes a literal that small: 200 characters of "0.000…1" still reach 1e-199.
-    if ("e" in expression or "E" in expression) and _literal_underflows(expression, tree):
+    if _literal_underflows(expression, tree):
         raise ToolError(_TOO_SMALL)
     try:
         value = _evaluate(tree.body)
@@ -140,7 +142,7 @@ def calculator(expression: str) -> str:
         raise ToolError("division by zero is undefined; check the divisor") from None
     except OverflowError:
         raise ToolError(_OUT_OF_RANGE) from None
-    return repr(value) if isinstance(value, float) else str(value)
+    return str(value)   # for a float, str is repr: 0.1+0.2 shows as 0.30000000000000004
 
 
 # ---------------------------------------------------------------- workspace files
@@ -148,6 +150,10 @@ MAX_READ_CHARS = 1_000_000   # the most read_file returns in one call, whatever 
 MAX_COUNTED = 1_000_000      # past the cut, characters are counted up to this many; beyond it, "more than"
 MAX_LISTED, MAX_SCANNED = 200, 10_000   # entries list_files shows, and looks at
 MAX_PATH_CHARS = 4096        # the usual system limit on a whole path (PATH_MAX)
+# How files and folders are opened. O_NONBLOCK: opening a named pipe must not wait for a writer (read_file refuses
+# it after the open); O_DIRECTORY: opening anything but a folder fails at once. Systems without them use 0.
+_OPEN_FILE = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+_OPEN_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
 
 
 def shorten(path: str) -> str:
@@ -230,8 +236,8 @@ def read_file(path: str, max_chars: int = 20000) -> str:
     if type(max_chars) is not int or max_chars < 1:
         raise ToolError("max_chars must be a positive whole number")
     target, wanted = inside_workspace(path), min(max_chars, MAX_READ_CHARS)
-    try:   # O_NONBLOCK: opening a named pipe must not wait for a writer; it is refused below instead
-        fd = os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:   # a named pipe is opened without waiting for a writer, and refused below
+        fd = os.open(target, _OPEN_FILE)
     except FileNotFoundError:
         raise ToolError(f"there is no file '{shorten(path)}' in the workspace; call list_files to see what "
                         "exists") from None
@@ -274,7 +280,7 @@ def list_files(directory: str = ".") -> str:
     """
     target = inside_workspace(directory)
     try:
-        fd = os.open(target, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        fd = os.open(target, _OPEN_FOLDER)
         try:
             _still_inside(fd, directory)
             with os.scandir(fd if os.scandir in os.supports_fd else target) as entries:
@@ -307,10 +313,11 @@ def write_atomically(target: Path, data: bytes, *, inside: Path | None = None) -
     Everything happens relative to the opened folder, so swapping it for a symlink midway changes nothing."""
     temporary = f".{target.name[:50]}.{os.urandom(6).hex()}.tmp"
     target.parent.mkdir(parents=True, exist_ok=True)
-    relative = os.open in os.supports_dir_fd   # POSIX; elsewhere (Windows) the same steps by path name
-    folder = os.open(target.parent, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)) if relative else None
-    at = {"dir_fd": folder} if relative else {}
-    name, temporary = (target.name, temporary) if relative else (str(target), str(target.parent / temporary))
+    if os.open in os.supports_dir_fd:   # POSIX: every step relative to the opened folder
+        folder = os.open(target.parent, _OPEN_FOLDER)
+        at, moved, name = {"dir_fd": folder}, {"src_dir_fd": folder, "dst_dir_fd": folder}, target.name
+    else:   # elsewhere (Windows) the same steps by path name
+        folder, at, moved, name, temporary = None, {}, {}, str(target), str(target.parent / temporary)
     try:
         if inside is not None and folder is not None:
             _still_inside(folder, str(target), inside)
@@ -327,7 +334,7 @@ def write_atomically(target: Path, data: bytes, *, inside: Path | None = None) -
                 os.fsync(f.fileno())
                 if mode is not None:   # a file that existed keeps its permissions
                     os.chmod(f.fileno() if os.chmod in os.supports_fd else temporary, mode)
-            os.replace(temporary, name, **({"src_dir_fd": folder, "dst_dir_fd": folder} if at else {}))
+            os.replace(temporary, name, **moved)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temporary, **at)

@@ -4,15 +4,24 @@ Tools are plain functions: text in, text out, and ``ToolError`` (with a message 
 when the input is wrong. These tests pin down what each tool accepts, what it refuses, and that refusing
 is always quick and always a ``ToolError`` — never a hang, a ``RecursionError`` or a ``MemoryError``.
 """
+import ast
+import builtins
+import errno
 import json
+import os
 import re
+import stat
+import threading
 import time
+import types
 from pathlib import Path
 
 import pytest
 
 import course_lib
-from course_lib.tools import ToolError, calculator, list_files, lookup, read_file, search_docs
+from course_lib import tools
+from course_lib.tools import (ToolError, calculator, inside_workspace, list_files, lookup, os_problem, read_file,
+                              search_docs, shorten, write_atomically)
 
 
 # ====================================================================== calculator: what works
@@ -399,3 +408,446 @@ def test_lookup_accepts_the_form_its_error_message_lists():
         lookup("cost")
     listed = str(info.value).split("Known topics: ")[1].split(", ")[0]
     assert listed == "unit price (단가)" and lookup(listed) == "$24 per unit"
+
+
+
+# ====================================================================== pinned limits and messages (issue 16)
+# Each limit is tried at its edge and one step past it, and each refusal's message is pinned: the message is what
+# the model reads to fix its call (SPEC §8), so its wording is part of the contract.
+USE = "use numbers, + - * / // % ** and parentheses"
+TOO_BIG = "the result is too large (over about 900 digits); split the calculation"
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("-" * 100 + "1", "1"),             # a hundred unary minuses: the deepest nesting accepted
+    ("-" * 99 + "1+1", "0"),            # the + is a level too, on its left ...
+    ("1+" + "-" * 99 + "1", "0"),       # ... and on its right
+])
+def test_calculator_takes_nesting_up_to_one_hundred_levels(expression, expected):
+    assert calculator(expression) == expected
+
+
+@pytest.mark.parametrize("expression", ["-" * 101 + "1", "-" * 100 + "1+1", "1+" + "-" * 100 + "1"])
+def test_calculator_refuses_nesting_one_level_past_the_limit(expression):
+    with pytest.raises(ToolError) as caught:
+        calculator(expression)
+    assert str(caught.value) == "the expression is nested too deeply (more than 100 levels)"
+
+
+def test_calculator_takes_two_hundred_characters_and_refuses_two_hundred_and_one():
+    assert calculator("1+" * 99 + "10") == "109"            # exactly 200 characters
+    with pytest.raises(ToolError) as caught:
+        calculator("1+" * 99 + "100")                       # 201
+    assert str(caught.value) == "the expression is longer than 200 characters; split it up"
+
+
+def test_calculator_looks_at_no_more_than_ten_thousand_characters_of_raw_input():
+    """Whitespace is collapsed before the 200-character limit applies, but only in input of up to 50 x 200
+    characters: anything longer is refused before any work, whatever it holds."""
+    assert calculator(" " * 9_999 + "1") == "1"
+    with pytest.raises(ToolError) as caught:
+        calculator(" " * 10_000 + "1")
+    assert str(caught.value) == "the expression is longer than 200 characters; split it up"
+
+
+def test_a_product_at_the_size_limit_is_computed():
+    """The product check adds the operands' bit lengths: 1501 + 1500 bits can still make 3000 bits."""
+    assert calculator("2**1500 * 2**1499") == str(2**2999)
+
+
+@pytest.mark.parametrize("expression", ["2**2999 + 2**2999", "2**3000", "(-2)**3000", "1024**300",
+                                        "2**1500 * 2**1500", "9**9**9"])
+def test_a_result_over_the_size_limit_gives_the_size_message(expression):
+    with pytest.raises(ToolError) as caught:
+        calculator(expression)
+    assert str(caught.value) == TOO_BIG
+
+
+def test_a_product_or_power_over_the_size_limit_is_refused_before_it_is_computed(monkeypatch):
+    """'Refused before Python tries to build it': a product whose operands' bit lengths add up to more than
+    MAX_RESULT_BITS + 1, and a power of which exponent * (bits of the base - 1) reaches MAX_RESULT_BITS, are never
+    computed. Every multiplication and power is recorded; none may yield more than MAX_RESULT_BITS bits."""
+    built = []
+
+    def recording(operation):
+        def run(a, b):
+            result = operation(a, b)
+            built.append(result.bit_length() if isinstance(result, int) else 0)
+            return result
+        return run
+    monkeypatch.setitem(tools._BINARY, ast.Mult, recording(lambda a, b: a * b))
+    monkeypatch.setattr(tools, "operator", types.SimpleNamespace(pow=recording(lambda a, b: a ** b)))
+    for expression in ["2**1500 * 2**1500", "2**3000", "(-2)**3000", "1024**300"]:
+        with pytest.raises(ToolError, match=re.escape(TOO_BIG)):
+            calculator(expression)
+    assert built and max(built) <= tools.MAX_RESULT_BITS
+
+
+@pytest.mark.parametrize("expression, expected", [("1**5000", "1"), ("(-1)**5001", "-1"), ("0**5000", "0"),
+                                                  ("2**-5000", "0.0")])
+def test_powers_that_stay_small_are_not_taken_for_large_ones(expression, expected):
+    if expected == "0.0":   # 2**-5000 is a float too small to hold: refused as such, not as too large
+        with pytest.raises(ToolError, match="too small for a floating-point number"):
+            calculator(expression)
+    else:
+        assert calculator(expression) == expected
+
+
+def test_zero_to_a_large_negative_power_is_a_division_by_zero():
+    with pytest.raises(ToolError) as caught:
+        calculator("0**-5000")
+    assert str(caught.value) == "division by zero is undefined; check the divisor"
+
+
+@pytest.mark.parametrize("expression, message", [
+    (None, 'expression must be text, for example "24*7"'),
+    (" \n ", 'the expression is empty; send something like "24*7"'),
+    ("1 +", f"not a valid arithmetic expression (SyntaxError); {USE}"),
+    ("1/0", "division by zero is undefined; check the divisor"),
+    ("(-8)**0.5", "a negative number to a fractional power has no real result"),
+    ("'a'", f"strings are not allowed; {USE}"),
+    ("x", f"names are not allowed; {USE}"),
+    ("(x:=1)", f"NamedExpr expressions are not allowed; {USE}"),
+    ("True", f"the value True is not allowed; {USE}"),
+    ("1@2", f"the operator @ is not allowed; {USE}"),
+    ("not 1", f"the operator not is not allowed; {USE}"),
+    ("1e308*10", "the result is out of range for a floating-point number"),
+    ("1E-400", "the result is too small for a floating-point number (it would be rounded to 0); rescale the numbers"),
+])
+def test_calculator_refusals_say_what_was_wrong_and_what_to_send(expression, message):
+    with pytest.raises(ToolError) as caught:
+        calculator(expression)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize("expression, expected", [("1E-310", "1e-310"), ("0E5", "0.0"), ("0.000e-400", "0.0"),
+                                                  ("2.5E2", "250.0")])
+def test_an_upper_case_exponent_is_read_like_a_lower_case_one(expression, expected):
+    assert calculator(expression) == expected
+
+
+# ---------------------------------------------------------------------- paths
+@pytest.mark.parametrize("path", [None, 5, "", "   "])
+def test_a_missing_path_is_refused_with_an_example(workspace, path):
+    for tool in (read_file, list_files):
+        with pytest.raises(ToolError) as caught:
+            tool(path)
+        assert str(caught.value) == 'path must be a non-empty relative path such as "notes.txt"'
+
+
+@pytest.mark.parametrize("path, message", [
+    ("a\x00b", "path contains a NUL byte, which no file name can hold"),
+    ("notes\ud83d.txt", "path contains a character no file name can hold; use plain text"),
+    ("a/" * 2047 + "xyz", "the path is longer than 4096 characters; use a shorter one"),
+])
+def test_a_path_no_file_system_could_take_is_refused_with_the_reason(workspace, path, message):
+    with pytest.raises(ToolError) as caught:
+        inside_workspace(path)
+    assert str(caught.value) == message
+
+
+def test_a_path_of_exactly_4096_characters_is_resolved(workspace):
+    path = "a/" * 2047 + "xy"
+    assert len(path) == 4096 and inside_workspace(path) == workspace.resolve().joinpath(path)
+
+
+def test_shorten_shows_workspace_paths_relative_and_cuts_after_80_characters(workspace):
+    assert shorten(str(workspace / "notes" / "a.txt")) == os.path.join("notes", "a.txt")
+    assert shorten("/elsewhere/a.txt") == "/elsewhere/a.txt"    # an absolute path outside is shown as given
+    assert shorten("notes/a.txt") == "notes/a.txt"
+    assert shorten("a" * 80) == "a" * 80
+    assert shorten("a" * 81) == "a" * 80 + "…"
+
+
+@pytest.mark.parametrize("error, why", [
+    (RecursionError(), "the path goes through too many levels of links"),
+    (RuntimeError("Symlink loop from '/x'"), "a symbolic link on the way loops back on itself"),
+    (OSError(errno.ELOOP, "Too many levels of symbolic links"), "a symbolic link on the way loops back on itself"),
+    (OSError(errno.ENAMETOOLONG, "File name too long"), "the name is too long for the file system"),
+    (PermissionError(errno.EACCES, "Permission denied"), "permission denied"),
+    (MemoryError(), "not enough memory for that much text; ask for less"),
+    (OSError(errno.EIO, "Input/output error"), "Input/output error"),   # anything else: the system's words
+    (OverflowError("too big"), "OverflowError"),                         # ... or, without them, the kind
+])
+def test_os_problem_names_the_path_the_model_gave_and_says_why(workspace, error, why):
+    assert str(os_problem("notes/a.txt", error)) == f"cannot use 'notes/a.txt': {why}"
+    assert str(os_problem(str(workspace / "a.txt"), error)) == f"cannot use 'a.txt': {why}"
+
+
+# ---------------------------------------------------------------------- read_file
+def test_read_file_takes_a_max_chars_of_one(workspace):
+    (workspace / "a.txt").write_text("abc", encoding="utf-8")
+    assert read_file("a.txt", 1) == "a\n[... cut: 2 more characters not shown; pass a larger max_chars to see more]"
+    with pytest.raises(ToolError) as caught:
+        read_file("a.txt", 0)
+    assert str(caught.value) == "max_chars must be a positive whole number"
+
+
+def test_read_file_missing_file_says_how_to_find_what_exists(workspace):
+    with pytest.raises(ToolError) as caught:
+        read_file("missing.txt")
+    assert str(caught.value) == "there is no file 'missing.txt' in the workspace; call list_files to see what exists"
+
+
+def test_read_file_shows_bytes_that_are_not_utf8_as_replacement_characters(workspace):
+    (workspace / "latin1.txt").write_bytes(b"caf\xe9 \xff ok")
+    assert read_file("latin1.txt") == "caf\ufffd \ufffd ok"
+
+
+def test_read_file_reads_utf8_whatever_the_systems_default_encoding(workspace, monkeypatch):
+    """On a machine whose default encoding is not UTF-8 (Windows: cp1252), Korean text still reads back intact."""
+    def open_with_a_latin1_default(file, mode="r", *, encoding=None, **kwargs):
+        return builtins.open(file, mode, encoding=encoding or "latin-1", **kwargs)
+    monkeypatch.setattr(tools, "open", open_with_a_latin1_default, raising=False)
+    (workspace / "보고서.txt").write_text("일비 25,000원", encoding="utf-8")
+    assert read_file("보고서.txt") == "일비 25,000원"
+
+
+class _ReadFails:
+    """An open file whose read fails, as on a disk error or when the text does not fit in memory."""
+    def __init__(self, file, error):
+        self.file, self.error = file, error
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()
+
+    def read(self, size=-1):
+        raise self.error
+
+
+@pytest.mark.parametrize("error, why", [(MemoryError(), "not enough memory for that much text; ask for less"),
+                                        (OSError(errno.EIO, "Input/output error"), "Input/output error")])
+def test_a_read_that_fails_midway_is_a_tool_error_naming_the_path(workspace, monkeypatch, error, why):
+    monkeypatch.setattr(tools, "open", lambda fd, *a, **kw: _ReadFails(builtins.open(fd, *a, **kw), error),
+                        raising=False)
+    (workspace / "a.txt").write_text("text", encoding="utf-8")
+    with pytest.raises(ToolError) as caught:
+        read_file("a.txt")
+    assert str(caught.value) == f"cannot use 'a.txt': {why}"
+
+
+def test_a_file_that_cannot_be_examined_is_a_tool_error_saying_why(workspace, monkeypatch):
+    (workspace / "a.txt").write_text("text", encoding="utf-8")
+
+    def denied(fd):
+        raise PermissionError(errno.EACCES, "Permission denied")
+    with monkeypatch.context() as patch:   # undone at once: pytest itself needs os.fstat
+        patch.setattr(tools.os, "fstat", denied)
+        with pytest.raises(ToolError) as caught:
+            read_file("a.txt")
+    assert str(caught.value) == "cannot use 'a.txt': permission denied"
+
+
+# ---------------------------------------------------------------------- list_files
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX feature")
+def test_list_files_on_a_named_pipe_answers_at_once(workspace):
+    """Opening a pipe for reading waits for a writer, unless it is opened as a folder (and so refused)."""
+    os.mkfifo(workspace / "pipe")
+    box = {}
+
+    def attempt():
+        try:
+            box["value"] = list_files("pipe")
+        except ToolError as e:
+            box["error"] = str(e)
+    worker = threading.Thread(target=attempt, daemon=True)
+    worker.start()
+    worker.join(20)   # a hang guard only
+    hung = worker.is_alive()
+    if hung:   # let the waiting open go, so no thread is left behind
+        os.close(os.open(workspace / "pipe", os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(20)
+    assert not hung, "list_files waited for a writer"
+    assert box == {"error": "'pipe' is a file, not a folder; call read_file to read it"}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/fd") or os.scandir not in os.supports_fd,
+                    reason="the folder is listed through its open descriptor")
+def test_list_files_lists_the_folder_it_opened_even_if_the_name_is_swapped_after(tmp_path, workspace, monkeypatch):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("outside secret", encoding="utf-8")
+    (workspace / "real").mkdir()
+    (workspace / "real" / "inside.txt").write_text("inside", encoding="utf-8")
+    real_open = os.open
+
+    def open_then_swap(path, *rest, **kw):   # the swap lands right after the folder is opened and checked
+        fd = real_open(path, *rest, **kw)
+        os.rename(workspace / "real", workspace / "real_old")
+        os.symlink(outside, workspace / "real")
+        return fd
+    with monkeypatch.context() as patch:
+        patch.setattr(tools.os, "open", open_then_swap)
+        listing = list_files("real")
+    assert listing == "inside.txt"
+
+
+# ---------------------------------------------------------------------- lookup and search_docs
+def test_lookup_and_search_docs_refusals_give_an_example():
+    with pytest.raises(ToolError) as caught:
+        lookup(" ")
+    assert str(caught.value) == 'topic must be a non-empty text such as "단가" or "unit price"'
+    with pytest.raises(ToolError) as caught:
+        search_docs(" ")
+    assert str(caught.value) == "query must be a non-empty word or phrase"
+
+
+def test_search_docs_puts_each_document_found_on_its_own_line():
+    lines = search_docs("25,000").split("\n")
+    assert [line.split("]")[0] for line in lines] == ["[출장비 규정", "[Travel policy (English summary)"]
+
+
+# ---------------------------------------------------------------------- write_atomically
+def _mode(path):
+    return stat.S_IMODE(os.stat(path, follow_symlinks=False).st_mode)
+
+
+def _usual_mode():
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+@pytest.fixture
+def two_folders(tmp_path, monkeypatch):
+    """The current folder and another one: a write must go to the target's folder, whatever the current one."""
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    (here / "run.sh").write_text("same name, current folder", encoding="utf-8")
+    os.chmod(here / "run.sh", 0o640)
+    (there / "run.sh").write_text("old", encoding="utf-8")
+    os.chmod(there / "run.sh", 0o750)
+    monkeypatch.chdir(here)
+    return here, there
+
+
+def _replace_open(monkeypatch, replacement):
+    """Put `replacement` in place of os.open, taking dir_fd wherever os.open does."""
+    if os.open in os.supports_dir_fd:
+        monkeypatch.setattr(os, "supports_dir_fd", os.supports_dir_fd | {replacement})
+    monkeypatch.setattr(tools.os, "open", replacement)
+
+
+def _write_and_check(here, there, monkeypatch, opens):
+    opened, names, real_open = [], [], os.open
+
+    def recording_open(path, *args, **kwargs):
+        names.append(path)
+        opened.append(real_open(path, *args, **kwargs))
+        return opened[-1]
+    with monkeypatch.context() as patch:
+        _replace_open(patch, recording_open)
+        write_atomically(there / "run.sh", b"new")
+    assert (there / "run.sh").read_bytes() == b"new" and _mode(there / "run.sh") == 0o750
+    assert os.listdir(there) == ["run.sh"], "a temporary file was left behind"
+    assert os.listdir(here) == ["run.sh"] and (here / "run.sh").read_text(encoding="utf-8").startswith("same")
+    assert _mode(here / "run.sh") == 0o640
+    assert len(opened) == opens
+    for fd in opened:   # whatever was opened (the folder, the temporary file) is closed again
+        with pytest.raises(OSError):
+            os.fstat(fd)
+    return names
+
+
+def test_write_atomically_replaces_a_file_in_another_folder_and_keeps_its_permissions(two_folders, monkeypatch):
+    _write_and_check(*two_folders, monkeypatch, opens=2 if os.open in os.supports_dir_fd else 1)
+
+
+def test_write_atomically_works_by_path_name_where_folders_cannot_be_opened(two_folders, monkeypatch):
+    """Windows has no dir_fd: the same steps by path name give the same result."""
+    monkeypatch.setattr(os, "supports_dir_fd", set())
+    monkeypatch.setattr(os, "supports_fd", set())
+    here, there = two_folders
+    [temporary] = _write_and_check(here, there, monkeypatch, opens=1)   # the temporary file only, by its path
+    assert Path(temporary).parent == there, "the temporary file is made beside the target"
+
+
+def test_write_atomically_creates_missing_folders_and_gives_a_new_file_the_usual_permissions(tmp_path):
+    write_atomically(tmp_path / "a" / "b" / "new.txt", b"x")
+    assert (tmp_path / "a" / "b" / "new.txt").read_bytes() == b"x"
+    assert _mode(tmp_path / "a" / "b" / "new.txt") == _usual_mode()
+
+
+def test_write_atomically_replaces_a_symlink_without_taking_its_targets_permissions(tmp_path):
+    (tmp_path / "real.sh").write_text("real", encoding="utf-8")
+    os.chmod(tmp_path / "real.sh", 0o700)
+    os.symlink(tmp_path / "real.sh", tmp_path / "link.sh")
+    write_atomically(tmp_path / "link.sh", b"new")
+    assert not os.path.islink(tmp_path / "link.sh") and (tmp_path / "link.sh").read_bytes() == b"new"
+    assert _mode(tmp_path / "link.sh") == _usual_mode()
+    assert (tmp_path / "real.sh").read_text(encoding="utf-8") == "real" and _mode(tmp_path / "real.sh") == 0o700
+
+
+def test_write_atomically_inside_a_folder_other_than_the_current_one(tmp_path, monkeypatch):
+    box = tmp_path.resolve() / "box"
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    write_atomically(box / "sub" / "x.txt", b"x", inside=box)
+    assert (box / "sub" / "x.txt").read_bytes() == b"x"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="the opened folder is named through /proc")
+def test_write_atomically_refuses_a_folder_that_leads_outside_naming_the_target(tmp_path, workspace):
+    (tmp_path / "outside").mkdir()
+    os.symlink(tmp_path / "outside", workspace / "notes")
+    with pytest.raises(ToolError) as caught:
+        write_atomically(workspace / "notes" / "p.txt", b"x", inside=workspace.resolve())
+    assert str(caught.value) == f"'{os.path.join('notes', 'p.txt')}' is outside the workspace; use a path inside " \
+                                "the current folder"
+    assert list((tmp_path / "outside").iterdir()) == []
+
+
+@pytest.mark.skipif(os.open not in os.supports_dir_fd, reason="only with dir_fd is every step relative to the folder")
+def test_write_atomically_stays_in_the_folder_it_opened_if_the_name_is_swapped_midway(tmp_path, workspace,
+                                                                                        monkeypatch):
+    (tmp_path / "outside").mkdir()
+    (workspace / "notes").mkdir()
+    real_open, calls = os.open, []
+
+    def open_then_swap(path, *rest, **kw):
+        calls.append(path)
+        fd = real_open(path, *rest, **kw)
+        if len(calls) == 1:   # the folder is open: now its name leads outside
+            os.rename(workspace / "notes", workspace / "notes_old")
+            os.symlink(tmp_path / "outside", workspace / "notes")
+        return fd
+    with monkeypatch.context() as patch:
+        _replace_open(patch, open_then_swap)
+        write_atomically(workspace / "notes" / "p.txt", b"x", inside=workspace.resolve())
+    assert list((tmp_path / "outside").iterdir()) == []
+    assert (workspace / "notes_old" / "p.txt").read_bytes() == b"x"
+
+
+def test_a_failed_rename_leaves_the_old_file_and_no_temporary_one(tmp_path, monkeypatch):
+    """The temporary file is a hidden '.<first 50 characters of the name>.<12 hex digits>.tmp' beside the target,
+    and it is gone after a failure."""
+    name = "n" * 60 + ".txt"
+    (tmp_path / name).write_text("old", encoding="utf-8")
+    tried = []
+
+    def disk_full(src, dst, **where):
+        tried.append((src, dst))
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(tools.os, "replace", disk_full)
+    with pytest.raises(OSError) as caught:
+        write_atomically(tmp_path / name, b"new")
+    assert caught.value.errno == errno.ENOSPC
+    [(src, dst)] = tried
+    assert re.fullmatch(r"\.n{50}\.[0-9a-f]{12}\.tmp", os.path.basename(src)) and os.path.basename(dst) == name
+    assert os.listdir(tmp_path) == [name] and (tmp_path / name).read_text(encoding="utf-8") == "old"
+
+
+def test_a_failure_after_the_temporary_file_is_gone_is_still_the_error_raised(tmp_path, monkeypatch):
+    real_unlink = os.unlink
+
+    def vanish_then_fail(src, dst, src_dir_fd=None, dst_dir_fd=None):
+        real_unlink(src, dir_fd=src_dir_fd)
+        raise OSError(errno.EIO, "Input/output error")
+    monkeypatch.setattr(tools.os, "replace", vanish_then_fail)
+    with pytest.raises(OSError) as caught:
+        write_atomically(tmp_path / "a.txt", b"new")
+    assert caught.value.errno == errno.EIO and os.listdir(tmp_path) == []
