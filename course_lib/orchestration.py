@@ -126,9 +126,9 @@ class Orchestrator(Agent):
         super().__init__(tools, model, max_steps, **options)
 
     def reset(self, goal: str | None = None) -> None:
+        for tool in agent_tools(self.tools) if hasattr(self, "goal") and _RUNNING.get() is None else ():
+            tool.runs.clear()   # not when nested, nor in __init__ (no goal yet): built mid-run, it may share its caller's tools
         super().reset(goal)
-        for tool in agent_tools(self.tools) if _RUNNING.get() is None else ():   # nested: keep the caller's runs
-            tool.runs.clear()
 
     def transcript(self) -> dict:
         return orchestration_transcript(self, self.name)
@@ -160,7 +160,7 @@ def call_edges(tree: dict) -> list[tuple[str, str, str]]:
 
 def total_usage(orchestrator: Agent, *tools) -> dict:
     """The whole team's tokens: the orchestrator's own and every sub-run's, at every depth."""
-    nodes, total = [call_tree(orchestrator, "orchestrator", tools)], {"input_tokens": 0, "output_tokens": 0}
+    nodes, total = [call_tree(orchestrator, tools=tools)], {"input_tokens": 0, "output_tokens": 0}
     for node in nodes:   # the list grows as it is read: every agent at every depth
         nodes += node["calls"]
         total = {key: total[key] + (node["usage"].get(key) or 0) for key in total}

@@ -107,6 +107,7 @@ class BM25:
 
 # ---------------------------------------------------------------- the workspace as an index
 MAX_FILES, MAX_FILE_BYTES = 200, 100_000   # a workspace of notes, not a disk: more needs a real search engine
+_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)   # a named pipe is refused, not waited on (Windows: no flag)
 
 
 @dataclass
@@ -137,8 +138,8 @@ def _files(folder: str):
 def _read_text(path: str, max_bytes: int) -> str:
     """The file's text, or a ToolError saying why it is left out."""
     target = inside_workspace(path)   # read_file's rule: a symlink leading outside the workspace is refused
-    try:   # O_NONBLOCK: a named pipe is refused below instead of waiting for a writer
-        with open(os.open(target, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)), "rb") as f:
+    try:   # O_NONBLOCK (in _READ_FLAGS): a named pipe is refused below instead of waiting for a writer
+        with open(os.open(target, _READ_FLAGS), "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 raise ToolError("not a regular file")
             data = f.read(max_bytes + 1)
@@ -190,9 +191,9 @@ class Index:
             c, rows = self.chunks[i], self.chunks[i].text.split("\n")
             cited = {n for h in hits if h.path == c.path for n in range(h.start_line, h.end_line + 1)}
             marked = [n for n, row in enumerate(rows) if c.start_line + n not in cited and wanted & set(tokenize(row))]
-            first, last = (c.start_line + marked[0], c.start_line + marked[-1]) if marked else (0, -1)
-            if marked and not cited.intersection(range(first, last + 1)):   # the new lines, if they are a run
-                hits.append(Hit(c.path, first, last, scores[i], "\n".join(rows[marked[0]:marked[-1] + 1])))
+            span = range(c.start_line + marked[0], c.start_line + marked[-1] + 1) if marked else ()
+            if span and not cited.intersection(span):   # the new lines, if they are a run
+                hits.append(Hit(c.path, span[0], span[-1], scores[i], "\n".join(rows[marked[0]:marked[-1] + 1])))
             if len(hits) == k:   # the rest are never looked at: a common word can match thousands of chunks
                 break
         return hits
@@ -247,8 +248,7 @@ def search_workspace(query: str, k: int = 3) -> str:
 # ---------------------------------------------------------------- measuring retrieval
 def load_questions() -> list[dict]:
     """The labelled questions about the course workspace (notebooks/workspace), in English and Korean."""
-    data = (Path(__file__).parent / "data" / "retrieval_questions.json").read_text(encoding="utf-8")
-    return json.loads(data)["questions"]
+    return json.loads((Path(__file__).parent / "data" / "retrieval_questions.json").read_bytes())["questions"]
 
 
 def recall_at_k(index: Index, questions: list[dict], k: int = 3) -> dict:

@@ -278,13 +278,13 @@ def test_a_lower_step_cap_of_the_sub_agent_is_kept():
     assert tool.runs[0].sub_agent.max_steps == 1
 
 
-@pytest.mark.parametrize("model, says", [
-    (native(RuntimeError("연결이 끊겼습니다")), "(model_error): The model call failed: 연결이 끊겼습니다"),
-    (native(), "(model_error): The model call failed: the script ran out"),
-    (native({"stop": "refused", "text": "할 수 없습니다"}), "(refused)"),
+@pytest.mark.parametrize("replies, says", [   # replies, not a model: a fresh script each time the test runs
+    ([RuntimeError("연결이 끊겼습니다")], "(model_error): The model call failed: 연결이 끊겼습니다"),
+    ([], "(model_error): The model call failed: the script ran out"),
+    ([{"stop": "refused", "text": "할 수 없습니다"}], "(refused)"),
 ])
-def test_a_sub_agent_whose_model_fails_is_an_error_observation(model, says):
-    tool = as_tool("researcher", lambda: Agent({"lookup": lookup}, model), "Ask.")
+def test_a_sub_agent_whose_model_fails_is_an_error_observation(replies, says):
+    tool = as_tool("researcher", lambda: Agent({"lookup": lookup}, native(*replies)), "Ask.")
     boss = Agent({"researcher": tool}, native(said("", ("researcher", {"task": "단가?"})), said("실패했습니다.")))
     assert boss.run("단가?") == "실패했습니다."
     (_, content, is_error), = observations(boss)
@@ -387,3 +387,120 @@ def test_each_call_is_drawn_once_depth_first_for_a_diagram():
     assert deepest.depth == MAX_DEPTH and deepest.sub_agent.trace[0].runs[0].observation.content == (
         "Error: delegate: not run: agents are already nested 3 deep and the limit is 3. Do this part yourself with "
         "your tools, or answer with what you have.")
+
+
+# ---------------------------------------------------------------- pinned for mutation testing (issue 16)
+def said_in(agent):
+    """What each of the agent's model turns said, and the ids of the calls it made."""
+    return [(m["content"], [c["id"] for c in m.get("tool_calls", [])]) for m in agent.history if m["role"] == "assistant"]
+
+
+def test_team_demo_s_script_as_the_lesson_shows_it():
+    """The orchestrator says what it is doing before each hand-off; the sub-agents call tools without text; call ids
+    are unique within the demo; the team's descriptions are what the orchestrating model reads; its step cap is 4."""
+    from course_lib.tools import search_docs
+    goal, orchestrator, team = team_demo()
+    assert orchestrator.max_steps == 4
+    orchestrator.run(goal)
+    assert said_in(orchestrator) == [("먼저 단가를 알아봅니다.", ["call_412_0"]), ("이제 총액을 계산합니다.", ["call_486_0"]),
+                                     (FINAL, [])]
+    research, total = team["researcher"].runs[0].sub_agent, team["accountant"].runs[0].sub_agent
+    assert said_in(research) == [("", ["call_305_0"]), ("", ["call_351_0"]), (RESEARCH_ANSWER, [])]
+    assert said_in(total) == [("", ["call_280_0"]), ("총액은 $600입니다 (25 × $24). (The total is $600.)", [])]
+    assert research.tools == {"lookup": lookup, "search_docs": search_docs}
+    assert tool_spec("researcher", team["researcher"])["description"] == (
+        "Ask the researcher to find facts (prices, policies) in the company's knowledge base.")
+    assert tool_spec("accountant", team["accountant"])["description"] == (
+        "Ask the accountant to work out a total, or any other arithmetic, step by step.")
+
+
+def test_an_orchestrator_passes_its_step_cap_and_options_to_the_agent():
+    boss = Orchestrator({}, native(said("끝")), 7, system_prompt="Delegate.", name="boss")
+    assert (boss.max_steps, boss.system_prompt, boss.name) == (7, "Delegate.", "boss")
+
+
+def test_a_sub_agent_s_step_cap_is_four_unless_told():
+    tool = as_tool("helper", answering("네"), "Ask.")
+    assert tool.max_steps == 4
+    tool("하나")
+    assert tool.runs[0].sub_agent.max_steps == 4   # the sub-agent's own default (6) was lowered
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"name": "has space"}, ValueError,
+     "name must be a tool name of letters, digits, _ or - (at most 64), not 'has space'"),
+    ({"description": " "}, ValueError,
+     "description must say in one line what this agent does: it is all the model reads"),
+    ({"make_agent": 42}, TypeError, "make_agent must be an Agent or a function that builds one, not int"),
+    ({"max_steps": 0}, ValueError, "max_steps must be a positive whole number, not 0"),
+    ({"max_depth": True}, ValueError, "max_depth must be a positive whole number, not True"),
+    ({"max_task_chars": 2.5}, ValueError, "max_task_chars must be a positive whole number, not 2.5"),
+])
+def test_as_tool_s_refusals_are_exact(kwargs, error, message):
+    settings = {"name": "helper", "make_agent": answering("네"), "description": "Ask.", **kwargs}
+    with pytest.raises(error) as e:
+        as_tool(settings.pop("name"), settings.pop("make_agent"), settings.pop("description"), **settings)
+    assert str(e.value) == message
+
+
+def test_a_stopped_sub_agent_s_observation_ends_with_what_to_do():
+    tool = as_tool("helper", lambda: Agent({}, native()), "Ask.")
+    obs = dispatch({"helper": tool}, "helper", {"task": "하나"})
+    assert obs.is_error and obs.content.endswith(" Try a smaller or clearer task, or go on without it.")
+
+
+def test_a_nested_orchestrator_keeps_the_runs_its_caller_is_reporting():
+    """An Orchestrator used as a sub-agent clears no tool's runs, neither when it is built nor when it runs: called
+    twice in one run, its translator keeps both calls."""
+    translator = as_tool("translator", lambda: Agent({}, native(said("done"))), "Translate.")
+    researcher = as_tool("researcher", lambda: Orchestrator({"translator": translator}, native(
+        said("", ("translator", {"task": "번역"})), said("translated")), name="researcher"), "Research.")
+    boss = Orchestrator({"researcher": researcher}, native(
+        said("", ("researcher", {"task": "첫째"})), said("", ("researcher", {"task": "둘째"})), said("끝")))
+    boss.run("go")
+    assert [(r.caller, r.depth) for r in translator.runs] == [("researcher", 2), ("researcher", 2)]
+    assert [len(r.children) for r in researcher.runs] == [1, 1]
+
+
+def test_building_a_sub_orchestrator_keeps_the_calls_its_caller_made_of_a_shared_tool():
+    """Regression (found by mutation testing): a sub-orchestrator sharing a tool with its caller, built by
+    ``make_agent`` during the caller's run, cleared that tool's runs, and the caller's own earlier call vanished
+    from its call tree, transcript and total_usage."""
+    translator = as_tool("translator", lambda: Agent({}, native(said("done", usage=(3, 1)))), "Translate.")
+    researcher = as_tool("researcher", lambda: Orchestrator({"translator": translator}, native(
+        said("found", usage=(5, 2))), name="researcher"), "Research.")
+    boss = Orchestrator({"translator": translator, "researcher": researcher}, native(
+        said("", ("translator", {"task": "번역"})), said("", ("researcher", {"task": "찾기"})), said("끝")))
+    boss.run("go")
+    assert call_edges(call_tree(boss)) == [("orchestrator", "translator", "번역"), ("orchestrator", "researcher", "찾기")]
+    assert [s["agent"] for s in boss.transcript()["subagents"]] == ["translator", "researcher"]
+    assert total_usage(boss) == {"input_tokens": 8, "output_tokens": 3}
+    boss.reset()   # a reset of the top orchestrator (not its construction) still forgets the last run's calls
+    assert translator.runs == [] and researcher.runs == []
+
+
+def test_the_transcript_s_default_name_and_its_choice_of_tools():
+    first, second = as_tool("first", answering("1"), "One."), as_tool("second", answering("2"), "Two.")
+    boss = Agent({"first": first, "second": second}, native(
+        said("", ("first", {"task": "a"}), ("second", {"task": "b"})), said("done")))
+    boss.run("go")
+    assert orchestration_transcript(boss)["agent"] == "orchestrator"
+    assert [s["agent"] for s in orchestration_transcript(boss)["subagents"]] == ["first", "second"]
+    assert [s["agent"] for s in orchestration_transcript(boss, "main", [second])["subagents"]] == ["second"]
+
+
+def test_a_team_that_reports_no_tokens_used_none():
+    tool = as_tool("helper", answering("네"), "Ask.")
+    boss = Agent({"helper": tool}, native(said("", ("helper", {"task": "하나"})), said("끝")))
+    boss.run("시작")
+    assert total_usage(boss) == {"input_tokens": 0, "output_tokens": 0}
+
+
+def test_an_orchestrator_with_plain_tools_too_reports_only_its_agent_tools():
+    """Plain tools (no ``is_agent_tool``) sit next to agent tools: they are run, never reported as sub-agents."""
+    tool = as_tool("helper", answering("네"), "Ask the helper.")
+    boss = Orchestrator({"lookup": lookup, "helper": tool}, native(
+        said("", ("lookup", {"topic": "단가"}), ("helper", {"task": "하나"})), said("끝")))
+    assert boss.run("go") == "끝" and observations(boss) == [("lookup", "개당 $24", False), ("helper", "네", False)]
+    assert call_edges(call_tree(boss)) == [("orchestrator", "helper", "하나")]
+    assert orchestration.agent_tools(boss.tools) == [tool]

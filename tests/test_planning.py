@@ -436,3 +436,89 @@ def test_a_critic_can_be_a_real_api_model(provider):
         verdicts = [ask_critic(critic, PLAN_GOAL, answer) for answer in ("총액은 $720입니다.", PLAN_ANSWER)]
         assert server.problems == []
     assert verdicts == [Verdict(False, "It does not say whether shipping is free."), Verdict(True)]
+
+
+# ---------------------------------------------------------------- pinned for mutation testing (issue 16)
+def test_every_refusal_message_is_exact():
+    """SPEC §8: the whole sentence, so nothing is added around what was wrong and what to do."""
+    todos = TodoList()
+    assert refusal(todos.mark_complete, 1) == "there is no plan yet; call create_todos with the steps first"
+    assert refusal(todos.create_todos, []) == 'items must be a non-empty list of steps, e.g. ["단가 확인", "총액 계산"]'
+    assert refusal(todos.create_todos, ["a", "b" * (MAX_ITEM_CHARS + 1)]) == (
+        "step 2 is 201 characters long; keep each step under 200 characters: one action per step")
+    todos.create_todos(["a", "b"])
+    assert refusal(todos.create_todos, ["c"]) == (
+        "a plan is already open (2 of 2 steps still to do); work through it, or mark_failed a step and replan it, "
+        "instead of starting another")
+    assert refusal(todos.mark_complete, 1, 42) == "note must be plain text of at most 300 characters"
+    assert refusal(todos.mark_failed, 1, "") == ("reason must be plain text of at most 300 characters; say in a few "
+                                                 "words why the step cannot be done")
+
+
+@pytest.mark.parametrize("index, shown", [
+    ("이", '"이"'),                                   # Korean as itself, not \\uc774
+    ("x" * 100, '"' + "x" * 39),                      # cut to 40 characters
+    ({1, 2}, '"{1, 2}"'),                             # not JSON: its repr, never a crash
+])
+def test_a_bad_index_is_quoted_short_and_readable(index, shown):
+    assert refusal(planned("a").mark_complete, index) == (
+        f"there is no step {shown}; index must be a step number from 1 to 1")
+
+
+@pytest.mark.parametrize("text, note", [
+    ("", "the critic's reply was empty"),
+    ('{"ok": false}', 'a rejection needs "feedback" text saying what to fix'),
+    ("Fine.", 'the critic\'s reply held no JSON object with "ok"; it should be {"ok": true} or {"ok": false, '
+              '"feedback": "..."}'),
+    ('{"ok": "네"}', '"ok" must be true or false, not "네"'),
+    (json.dumps({"ok": "y" * 100}), '"ok" must be true or false, not "' + "y" * 39),
+])
+def test_verdict_notes_are_exact(text, note):
+    assert parse_verdict(text) == Verdict(False, note=note)
+
+
+def test_a_critic_model_is_offered_no_tools_and_a_stopped_one_is_a_rejection():
+    offered = []
+
+    class Critic:
+        def complete(self, messages, tools=None):
+            offered.append(tools)
+            return {"stop": "refused", "text": ""}
+
+    verdict = ask_critic(Critic(), "goal", "answer")
+    assert offered == [{}] and verdict.ok is False and verdict.note.startswith("the critic failed: it stopped")
+
+
+def test_refine_judges_two_answers_unless_told_otherwise():
+    agent, critic = two_answer_agent("a1", "a2", "a3"), critic_of(REJECT, REJECT, REJECT)
+    result = refine(agent, "goal", critic)
+    assert (result.stop_reason, result.rounds, result.answers) == ("rounds", 2, ["a1", "a2"])
+
+
+def test_a_bare_model_really_gets_the_tools_it_is_given():
+    model = ScriptedModel(script([("calculator", {"expression": "24*30"})], "720"))
+    refine(model, "24×30?", lambda messages: '{"ok": true}', tools={"calculator": default_tools()["calculator"]})
+    assert model.calls[1][-1] == {"role": "user", "content": "Observation: 720"}
+
+
+def test_the_demos_default_to_the_text_protocol_with_room_for_every_call():
+    agent, _ = planning_demo()
+    assert agent.model.native_tools is False and agent.max_steps == len(PLAN_CALLS) + 3 == 14
+    agent, _ = refine_demo()
+    assert agent.model.native_tools is False
+
+
+@pytest.mark.parametrize("native", [False, True])
+def test_refine_demo_s_agent_uses_its_tools_without_error(native):
+    """The demo's two answers come from a real calculator and lookup call, not from failed calls."""
+    agent, critic = refine_demo(native)
+    refine(agent, agent.goal, critic)
+    runs = [(r.tool, r.args, r.observation.content, r.observation.is_error)
+            for step in agent.trace for r in step.runs]
+    assert runs == [("calculator", {"expression": "24*30"}, "720", False),
+                    ("lookup", {"topic": "배송"}, "$500 이상 무료", False)]
+
+
+def test_scripted_replies_keep_korean_as_text():
+    assert script([("lookup", {"topic": "단가"})], "끝") == ['{"tool": "lookup", "args": {"topic": "단가"}}',
+                                                           '{"tool": "finish", "args": {"answer": "끝"}}']

@@ -503,3 +503,97 @@ def test_search_is_deterministic_whatever_the_order_of_ties(workspace):
         write(workspace, name, "kiwi\n")
     assert [h.citation for h in Index.from_workspace().search("kiwi", k=4)] == [f"f{i}.txt:1" for i in range(4)]
     assert isinstance(Index.from_workspace().search("kiwi")[0], Hit)
+
+
+# ---------------------------------------------------------------- pinned for mutation testing (issue 16)
+def test_defaults_are_four_line_chunks_overlapping_by_one_and_three_hits():
+    """chunk(), Index.search, search_workspace and recall_at_k without arguments: the sizes the lesson states."""
+    assert [(c.start_line, c.end_line) for c in chunk(numbered(10), "a.txt")] == [(1, 4), (4, 7), (7, 10)]
+    index = Index([Chunk(f"f{i}.txt", 1, 1, "kiwi") for i in range(5)] + [Chunk("g.txt", 1, 1, "mango")])
+    assert [h.citation for h in index.search("kiwi")] == ["f0.txt:1", "f1.txt:1", "f2.txt:1"]
+    questions = [{"lang": "en", "question": "kiwi", "answers": [{"path": "f3.txt", "lines": [1, 1]}]}]
+    assert recall_at_k(index, questions) == {"k": 3, "questions": 1, "overall": 0.0, "en": 0.0, "missed": ["kiwi"]}
+    assert recall_at_k(index, questions, k=4)["overall"] == 1.0
+
+
+def test_search_workspace_gives_three_passages_unless_asked(workspace):
+    for i in range(5):
+        write(workspace, f"f{i}.txt", "kiwi\n")
+    write(workspace, "other.txt", "mango\n")
+    assert [line.split(" ")[0] for line in search_workspace("kiwi").split("\n")] == ["f0.txt:1", "f1.txt:1", "f2.txt:1"]
+    assert len(search_workspace("kiwi", k=5).split("\n")) == 5
+
+
+def test_the_index_chunks_each_file_with_the_given_sizes(workspace):
+    write(workspace, "a.txt", numbered(7))
+    assert [(c.start_line, c.end_line) for c in Index.from_workspace(lines=3, overlap=0).chunks] == [
+        (1, 3), (4, 6), (7, 7)]
+    assert [(c.start_line, c.end_line) for c in Index.from_workspace(lines=3, overlap=2).chunks] == [
+        (1, 3), (2, 4), (3, 5), (4, 6), (5, 7)]
+
+
+@pytest.mark.parametrize("lines, overlap", [(3, 1.0), (3, True), (3, None)])
+def test_chunk_refuses_an_overlap_that_is_not_a_whole_number(lines, overlap):
+    with pytest.raises(ValueError) as e:
+        chunk("a\nb\nc\n", "a.txt", lines=lines, overlap=overlap)
+    assert str(e.value) == "chunk needs whole numbers with lines >= 1 and 0 <= overlap < lines"
+
+
+def test_refusal_messages_are_exact(workspace):
+    """SPEC §8: each message says what was wrong and what to do, and nothing around it."""
+    write(workspace, "a.txt", "kiwi\n")
+    with pytest.raises(TypeError) as e:
+        BM25(["the unit price"])
+    assert str(e.value) == "BM25 takes Chunks or lists of tokens (tokenize(text)), not plain strings"
+    with pytest.raises(ValueError) as e:
+        Index.from_workspace().search("kiwi", k=0)
+    assert str(e.value) == "k must be a whole number, at least 1"
+    for query, message in [
+            ("", 'query must be a question or a few words, e.g. "travel allowance" or "다음 회의"'),
+            ("x" * 301, "the query is 301 characters long; send at most 300: the key words are enough"),
+            ("?!", 'the query has no words (letters or digits) to search for, e.g. "unit price" or "단가"')]:
+        with pytest.raises(ToolError) as e:
+            search_workspace(query)
+        assert str(e.value) == message
+
+
+def test_an_empty_bm25_has_no_words_and_an_average_length_of_zero():
+    empty = BM25([])
+    assert (empty.avgdl, empty.idf, empty.postings, empty.scores(["a"])) == (0.0, {}, {}, [])
+
+
+def test_hangul_runs_from_the_first_to_the_last_syllable_are_split_in_pairs():
+    """가 (U+AC00) and 힣 (U+D7A3) are the ends of the Hangul syllables: a run starting with either is Korean."""
+    assert tokenize("가나다") == ["가나", "나다"]
+    assert tokenize("힣가나") == ["힣가", "가나"]
+
+
+def test_the_file_size_limit_is_exact_and_each_reason_is_named(workspace):
+    write(workspace, "at_limit.txt", "kiwi56789\n")          # exactly 10 bytes: indexed
+    write(workspace, "over_limit.txt", "kiwi567890\n")       # 11 bytes
+    (workspace / "nul_at_limit.bin").write_bytes(b"kiwi\x00678\n\n")   # 10 bytes with a NUL: binary, not too large
+    (workspace / "dangling.txt").symlink_to(workspace / "missing.txt")
+    index = Index.from_workspace(max_bytes=10)
+    assert [c.path for c in index.chunks] == ["at_limit.txt"]
+    assert dict(index.skipped) == {"dangling.txt": "cannot use 'dangling.txt': No such file or directory",
+                                   "nul_at_limit.bin": "binary (NUL bytes)",
+                                   "over_limit.txt": "larger than 10 bytes"}
+
+
+def test_a_line_is_shown_whole_up_to_its_limit_then_cut_with_an_ellipsis(workspace):
+    at, over = "kiwi " + "a" * (MAX_LINE_CHARS - 5), "mango " + "b" * (MAX_LINE_CHARS - 5)
+    write(workspace, "a.txt", f"{at}\n\n\n\n\n\n\n{over}\n")
+    write(workspace, "b.txt", "other\n")
+    assert search_workspace("kiwi").endswith(": " + at)
+    assert search_workspace("mango").endswith(": " + over[:MAX_LINE_CHARS] + "…")
+
+
+def test_the_output_is_cut_only_past_its_limit(workspace, monkeypatch):
+    from course_lib import retrieval
+    write(workspace, "a.txt", "kiwi one\n")
+    write(workspace, "b.txt", "kiwi two\n")
+    whole = search_workspace("kiwi")
+    monkeypatch.setattr(retrieval, "MAX_OUTPUT_CHARS", len(whole))
+    assert search_workspace("kiwi") == whole
+    monkeypatch.setattr(retrieval, "MAX_OUTPUT_CHARS", len(whole) - 1)
+    assert search_workspace("kiwi") == whole[:-1] + "\n[... cut; ask for fewer passages]"

@@ -4,6 +4,7 @@ import pytest
 
 from course_lib.models import ModelError, ScriptedModel
 from course_lib.models.anthropic import AnthropicModel
+from course_lib.models.base import Reply
 from course_lib.standin import StandInServer
 from course_lib.structured import ask_nicely, structured_answer, takes_tool_choice
 from course_lib.tools import ToolError
@@ -118,3 +119,102 @@ def test_the_data_is_a_copy_the_reply_cannot_change():
     result = structured_answer(model, HISTORY, trip_report, force=False)
     result.data["city"] = "Seoul"
     assert structured_answer(ScriptedModel([result.reply]), HISTORY, trip_report, force=False).data["city"] == "Busan"
+
+
+# --- pinned for mutation testing (issue 16): messages, the `forced` flag, and models that are only a function ---
+
+def test_refusals_say_what_was_wrong():
+    """SPEC §8: each refusal names the problem and what to do instead."""
+    with pytest.raises(TypeError) as e:
+        structured_answer(ScriptedModel([]), HISTORY, "trip_report", force=False)
+    assert "answer_tool must be a named function, not 'trip_report'" in str(e.value)
+    with pytest.raises(ValueError) as e:
+        structured_answer(ScriptedModel([]), [], trip_report, force=False)
+    assert str(e.value) == "history must be the non-empty list of messages of a conversation"
+    with pytest.raises(TypeError) as e:
+        structured_answer(ScriptedModel([]), HISTORY, trip_report)
+    assert str(e.value) == ("ScriptedModel cannot be told which tool to call (its complete() takes no tool_choice): "
+                            "use a real API's adapter, or force=False to ask in the prompt")
+
+
+def test_a_callable_without_a_name_is_refused_as_an_answer_tool():
+    """An answer tool with no __name__ (a functools.partial, a callable object) has no tool name to ask for."""
+    import functools
+
+    model = ScriptedModel([])
+    with pytest.raises(TypeError, match="answer_tool must be a named function"):
+        structured_answer(model, HISTORY, functools.partial(trip_report, "Busan"), force=False)
+    assert model.calls == []
+
+
+def test_a_plain_function_model_is_asked_in_the_json_action_format():
+    """A model that is only a function of the messages (no complete(), no native_tools) gets stage 04's request
+    and its text reply is read with parse_reply."""
+    seen = []
+
+    def model(messages):
+        seen.append(messages)
+        return '{"tool": "trip_report", "args": {"city": "Busan", "nights": 2, "total_won": 255000}}'
+
+    result = structured_answer(model, HISTORY, trip_report, force=False)
+    assert result.data == GOOD and result.problem is None and result.forced is False
+    assert seen[0][:-1] == HISTORY and seen[0][-1] == {"role": "user", "content": ask_nicely(trip_report)}
+
+
+def test_asked_nicely_a_model_with_complete_is_offered_the_answer_tool():
+    """force=False still sends the answer tool (only tool_choice is left out)."""
+    offered = []
+
+    class Native:
+        native_tools = True
+
+        def complete(self, messages, tools=None):
+            offered.append((messages[-1]["content"], tools))
+            return Reply.coerce({"text": "", "tool_calls": [{"name": "trip_report", "args": GOOD}]})
+
+    result = structured_answer(Native(), HISTORY, trip_report, force=False)
+    assert result.data == GOOD and result.forced is False
+    assert offered == [("Give your final answer by calling trip_report.", {"trip_report": trip_report})]
+
+
+def test_a_problem_keeps_the_forced_flag_and_the_reply():
+    """A refused answer still says whether the call was forced and carries the model's reply for inspection."""
+    class Forced:
+        native_tools = True
+
+        def complete(self, messages, tools=None, tool_choice=None):
+            assert tool_choice == "trip_report"
+            return Reply.coerce(call({**GOOD, "nights": 0}))
+
+    forced = structured_answer(Forced(), HISTORY, trip_report)
+    assert forced.problem and forced.forced is True
+    assert [(c.name, c.args) for c in forced.reply.tool_calls] == [("trip_report", {**GOOD, "nights": 0})]
+    text = ScriptedModel(["255,000 won."])
+    asked = structured_answer(text, HISTORY, trip_report, force=False)
+    assert asked.problem and asked.forced is False and asked.reply.text == "255,000 won."
+    bad = ScriptedModel(['{"tool": "trip_report", "args": {"city": "Busan", "nights": 0, "total_won": 1}}'])
+    refused = structured_answer(bad, HISTORY, trip_report, force=False)
+    assert "nights must be 1 or more, not 0" in refused.problem
+    assert refused.forced is False and refused.reply.text.startswith('{"tool": "trip_report"')
+
+
+def test_the_schema_in_the_request_keeps_non_ascii_text_readable():
+    """ask_nicely writes the schema with ensure_ascii=False: a Korean description reaches the model as Korean."""
+    def 출장_보고(도시: str) -> str:
+        """출장 보고.
+
+        Args:
+            도시: 출장 가는 도시
+        """
+        return 도시
+
+    asked = ask_nicely(출장_보고)
+    assert '"도시": {"type": "string", "description": "출장 가는 도시"}' in asked and "\\u" not in asked
+
+
+def test_a_complete_whose_signature_cannot_be_read_is_not_assumed_to_take_tool_choice():
+    """takes_tool_choice answers False, rather than crashing, when inspect cannot read complete()'s signature."""
+    class Opaque:
+        complete = max   # a builtin: inspect.signature raises ValueError
+
+    assert takes_tool_choice(Opaque()) is False
