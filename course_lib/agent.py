@@ -81,11 +81,10 @@ class Agent:
         self.max_steps = default_max_steps() if max_steps is None else max_steps
         if type(self.max_steps) is not int or self.max_steps < 1:
             raise ValueError(f"max_steps must be a positive whole number, not {self.max_steps!r}")
-        native = getattr(model, "native_tools", False)   # native tool calling: the API carries the tool list
-        if native:   # describe every tool now: a tool the API cannot be told about fails here, not mid-run
+        if _native(model):   # describe every tool now: a tool the API cannot be told about fails here, not mid-run
             for name, func in tools.items():
                 tool_spec(name, func)
-        self.system_prompt = build_system_prompt(tools, native) if system_prompt is None else system_prompt
+        self.system_prompt = build_system_prompt(tools, _native(model)) if system_prompt is None else system_prompt
         self.max_format_errors, self.repeat_limit, self.on_step = max_format_errors, repeat_limit, on_step
         if budget is not None and not callable(getattr(budget, "check", None)):
             raise TypeError(f"budget must be a course_lib.safety.Budget, not {type(budget).__name__}")
@@ -101,7 +100,7 @@ class Agent:
         self.turns: list[dict] = []   # one record per run() or chat() turn
         self._new_turn(goal)
         if goal is not None:   # scrub: half an emoji (a lone surrogate) cannot be printed, sent or saved
-            self.history += [{"role": "system", "content": self.system_prompt},
+            self.history = [{"role": "system", "content": self.system_prompt},
                              {"role": "user", "content": scrub(goal)}]
 
     def _new_turn(self, message: str | None) -> None:
@@ -164,7 +163,7 @@ class Agent:
         except ModelError as e:
             step.error = f"model error: {e}"
             log.error("step %d: the model call failed: %s", self.steps, e)
-            reason = getattr(e, "stop_reason", "model_error")
+            reason = e.stop_reason   # "model_error", or e.g. "context_full" for a ContextFullError
             self._stop(reason, str(e) if reason != "model_error" else f"The model call failed: {e}")
         else:
             step.reply = reply.text
@@ -180,10 +179,10 @@ class Agent:
                 self._stop(reply.stop, STOPS[reply.stop].format(why=why) + said)
             elif reply.tool_calls:
                 self._run_native(reply, step)
-            elif getattr(self.model, "native_tools", False) and reply.text.strip():
+            elif _native(self.model) and reply.text.strip():
                 self._add_reply(reply)
                 self._finish(step, reply.text)
-            elif getattr(self.model, "native_tools", False):   # a turn with nothing in it is no answer
+            elif _native(self.model):   # a turn with nothing in it is no answer
                 if reply.raw and reply.raw.get("content"):     # its thinking blocks still belong in history
                     self._add_reply(reply)
                 self._bad_reply(step, "the reply was empty", "Answer in plain text, or call one of the tools.")
@@ -245,7 +244,7 @@ class Agent:
         if not self.repeat_limit:
             return False
         try:
-            key = json.dumps(calls, sort_keys=True, ensure_ascii=False, default=repr)
+            key = json.dumps(calls, sort_keys=True, default=repr)   # only compared: the same call, the same key
         except (ValueError, TypeError, RecursionError):   # arguments no JSON can hold: never a repeat
             key = object()
         self._repeats = self._repeats + 1 if key == self._last_call else 1
@@ -279,8 +278,8 @@ class Agent:
             answered = {m.get("tool_call_id") for m in after if m["role"] == "tool"}
             self.history += [{"role": "tool", "tool_call_id": c["id"], "name": c["name"], "content": note,
                               "is_error": True} for c in message["tool_calls"] if c["id"] not in answered]
-        elif message and not after and not getattr(self.model, "native_tools", False):
-            parsed = parse_reply(message.get("content") or "")
+        elif message and not after and not _native(self.model):
+            parsed = parse_reply(message.get("content"))
             if parsed.ok and parsed.tool != "finish":
                 self._add("user", f"Observation: Error: {note}")
 
@@ -327,17 +326,21 @@ class Agent:
             stamp = datetime.now().strftime("%Y%m%d-%H%M%S-%f")
             path = path / f"run-{stamp}.json"
         # Strict JSON in UTF-8: half an emoji (a lone surrogate) becomes U+FFFD, a NaN in a model's arguments
-        # becomes the text "NaN" (allow_nan=False proves none is left), an object JSON cannot hold its str().
-        text = json.dumps(scrub(_strict(self.transcript())), ensure_ascii=False, indent=2, allow_nan=False)
+        # becomes the text "NaN", an object JSON cannot hold its str() (see _strict: none is left).
+        text = json.dumps(scrub(_strict(self.transcript())), ensure_ascii=False, indent=2)
         # A temporary file beside the target, then a rename: a failure never leaves half a transcript or a
         # stray temporary file.
-        write_atomically(path, (text + "\n").encode("utf-8"))
+        write_atomically(path, (text + "\n").encode())   # UTF-8, Python's default
         log.debug("transcript saved to %s", path)   # debug: the time-stamped name differs every run
         return path
 
     def __repr__(self) -> str:
         return (f"Agent(steps={self.steps}/{self.max_steps}, messages={len(self.history)}, "
                 f"stop_reason={self.stop_reason!r})")
+
+
+def _native(model) -> bool:   # native tool calling (stage 08): the API carries the tool list and the calls
+    return getattr(model, "native_tools", False)
 
 
 def _strict(value):

@@ -64,19 +64,17 @@ _cached_spec = lru_cache(maxsize=512)(_read_spec)
 def _spec(func: Callable) -> _Spec:
     """The signature facts, cached per tool; a callable that cannot be hashed (a dataclass instance with
     ``__call__``, a natural stateful tool) is read every time instead."""
-    return _cached_spec(func) if getattr(type(func), "__hash__", None) is not None else _read_spec(func)
+    return _cached_spec(func) if type(func).__hash__ is not None else _read_spec(func)
 
 
 def _matches(value, hint) -> bool:
     """Does a JSON value fit the annotation? Unknown kinds of annotation are given the benefit of the doubt."""
     if type(value) is hint or hint is typing.Any:   # the common case first: the loop calls this every step
         return True
-    if hint is float:
-        return type(value) in (int, float)
-    if hint is int:
+    if hint is float:   # an int is a fine float
         return type(value) is int
-    if hint in (str, bool, dict, list, type(None)):
-        return type(value) is hint
+    if hint in (int, str, bool, dict, list, type(None)):   # exact types, already compared: a bool is not an int
+        return False
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         return any(_matches(value, a) for a in args)
@@ -98,17 +96,23 @@ def _json_name(value) -> str:
             dict: "object", type(None): "null"}.get(type(value), type(value).__name__)
 
 
+def _to_json(value) -> str:   # JSON as the model reads it best: Korean as is, anything else as its text
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
 def _error(text: str, exc: BaseException | None = None) -> Observation:
     return Observation(content=f"Error: {_relative(text)}", is_error=True, error=exc)
 
 
-def _said(e: BaseException, named: bool = True) -> str:
-    """An exception as text, even one whose own ``__str__`` fails or returns something that is not text."""
+def _message(e: BaseException) -> str:   # even from an exception whose __str__ fails or gives no text
     try:
-        message = str(e)
+        return str(e)
     except Exception:
-        message = "(its message could not be shown)"
-    return f"{type(e).__name__}: {message}" if named else message
+        return "(its message could not be shown)"
+
+
+def _said(e: BaseException) -> str:   # an exception as text, with its type: "ValueError: bad value"
+    return f"{type(e).__name__}: {_message(e)}"
 
 
 def _relative(text: str) -> str:
@@ -118,7 +122,7 @@ def _relative(text: str) -> str:
         root = os.getcwd()
     except OSError:   # the working folder was deleted
         return text
-    if len(root) > 1 and root in text:
+    if len(root) > 1:   # not "/": that would rewrite every path
         text = text.replace(root + os.sep, "").replace(root, ".")
     home = os.path.expanduser("~")
     return text.replace(home, "~") if len(home) > 1 else text
@@ -142,7 +146,7 @@ def _check_call(tools: Mapping[str, Callable], name, args) -> Observation | None
         hint = spec.hints.get(arg)
         if hint is not None and not _matches(value, hint):
             return _error(f"argument '{arg}' of {name} must be {_type_name(hint)}, "
-                          f"got {_json_name(value)} {json.dumps(value, ensure_ascii=False, default=str):.60}.")
+                          f"got {_json_name(value)} {_to_json(value):.60}.")
     return None
 
 
@@ -152,7 +156,7 @@ def _as_text(result) -> str:
     elif result is None:
         text = "(the tool returned nothing)"
     else:
-        text = json.dumps(result, ensure_ascii=False, default=str)
+        text = _to_json(result)
     if len(text) > MAX_RESULT_CHARS:
         text = (text[:MAX_RESULT_CHARS]
                 + f"\n[... cut: {len(text) - MAX_RESULT_CHARS} more characters not shown]")
@@ -172,7 +176,7 @@ def dispatch(tools: Mapping[str, Callable], name: str, args: dict) -> Observatio
     try:
         result = tools[name](**args)
     except ToolError as e:
-        return _error(f"{name}: {_said(e, named=False)}", e)
+        return _error(f"{name}: {_message(e)}", e)
     except KeyboardInterrupt:   # the one way out: a person can always stop the run
         raise
     except BaseException as e:   # sys.exit(), a cancelled task or a GeneratorExit must not end the agent

@@ -1,6 +1,7 @@
 """Stage 06/07: the whole loop, offline, with real tools and scripted models."""
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -377,3 +378,367 @@ def test_the_docstring_lists_every_stop_reason():
     for reason in ("finish", "max_steps", "format_errors", "repeated_call", "budget", "model_error", "refused",
                    "max_tokens", "context_full"):
         assert f"``{reason}``" in course_lib.agent.__doc__
+
+
+# ---------------------------------------------------------------- what each model is told, and with what
+def test_a_text_model_gets_the_tool_list_and_a_native_model_the_short_prompt(tools):
+    from course_lib.describe import NATIVE_SYSTEM_PROMPT, build_system_prompt
+    text = Agent(tools, ScriptedModel([]))
+    native = Agent(tools, ScriptedModel([], native_tools=True))
+    plain = Agent(tools, lambda messages: "")   # a plain function is a text model
+    assert text.system_prompt == plain.system_prompt == build_system_prompt(tools)
+    assert "calculator(expression: str)" in text.system_prompt
+    assert native.system_prompt == NATIVE_SYSTEM_PROMPT   # the API carries the tool list, the prompt need not
+
+
+def test_a_custom_system_prompt_is_the_one_sent(tools):
+    model = ScriptedModel([finish("ok")])
+    agent = Agent(tools, model, system_prompt="You are terse.")
+    agent.run("hi")
+    assert model.calls[0][0] == {"role": "system", "content": "You are terse."}
+
+
+def test_the_model_is_called_with_the_history_and_the_tools(tools):
+    seen = []
+
+    class Recorder:
+        def complete(self, messages, tools=None):
+            seen.append((list(messages), tools))
+            return finish("done")
+
+    agent = Agent(tools, Recorder())
+    agent.run("go")
+    assert seen == [(agent.history[:2], tools)] and seen[0][1] is tools
+
+
+def test_a_native_model_needs_every_tool_described_before_the_run(tools):
+    def helper(x: int) -> int:
+        return x
+
+    def half(x: int) -> int:
+        """Halve a number (no Args: section)."""
+        return x // 2
+
+    with pytest.raises(ValueError, match="tool 'my_helper' has no docstring"):   # named as the model knows it
+        Agent({**tools, "my_helper": helper}, ScriptedModel([], native_tools=True))
+    with pytest.raises(ValueError, match="describe it in the docstring's Args: section"):
+        Agent({**tools, "half": half}, ScriptedModel([], native_tools=True))
+    Agent({**tools, "half": half}, ScriptedModel([]))   # a text model reads the tool list as text: fine
+
+
+# ---------------------------------------------------------------- unusable replies: the counter is "in a row"
+def test_three_unusable_replies_is_the_default_limit(tools):
+    agent = Agent(tools, ScriptedModel(["no json here"] * 10), max_steps=10)
+    agent.run("x")
+    assert agent.stop_reason == "format_errors" and agent.steps == 3
+    assert agent.answer == "Stopped: 3 unusable replies in a row (last problem: no JSON object found)."
+
+
+def test_the_corrective_message_says_what_was_wrong_and_how_to_reply(tools):
+    agent = Agent(tools, ScriptedModel(["no json here", act("finish"), finish("4")]))
+    agent.run("x")
+    assert agent.trace[1].error == 'finish needs {"answer": "<text>"} in its args'
+    assert agent.history[3] == {"role": "user", "content": 'Your reply could not be used: no JSON object found. '
+                                                           'Reply with one JSON object: {"tool": "<name>", '
+                                                           '"args": {...}}'}
+
+
+def test_a_usable_text_reply_resets_the_unusable_count(tools):
+    good = act("lookup", topic="단가")
+    model = ScriptedModel(["?", "?", good, "?", "?", act("lookup", topic="배송"), "?", "?", finish("done")])
+    agent = Agent(tools, model, max_steps=20, max_format_errors=3)
+    assert agent.run("x") == "done" and agent.stop_reason == "finish" and agent.steps == 9
+
+
+def test_a_native_tool_call_resets_the_unusable_count(tools):
+    def call(topic):
+        return Reply("", (ToolCall("lookup", {"topic": topic}, topic),))
+
+    model = ScriptedModel(["", "", call("단가"), "", "", call("배송"), "", "", "done"], native_tools=True)
+    agent = Agent(tools, model, max_steps=20, max_format_errors=3)
+    assert agent.run("x") == "done" and agent.stop_reason == "finish" and agent.steps == 9
+
+
+def test_an_empty_native_reply_is_unusable_and_says_how_to_answer(tools):
+    agent = Agent(tools, ScriptedModel(["  ", "Fine."], native_tools=True))
+    assert agent.run("x") == "Fine."
+    assert agent.trace[0].error == "the reply was empty"
+    assert agent.history[2:] == [
+        {"role": "user", "content": "Your reply could not be used: the reply was empty. Answer in plain text, "
+                                    "or call one of the tools."},
+        {"role": "assistant", "content": "Fine."}]
+
+
+def test_an_empty_native_reply_keeps_its_thinking_blocks_in_the_history(tools):
+    blocks = {"format": "anthropic", "content": [{"type": "thinking", "thinking": "hmm", "signature": "s"}]}
+    empty_raw = {"format": "anthropic", "content": []}
+    model = ScriptedModel([Reply("", raw=blocks), Reply("", raw=empty_raw), "Fine."], native_tools=True)
+    agent = Agent(tools, model)
+    agent.run("x")
+    assistants = [m for m in agent.history if m["role"] == "assistant"]
+    assert assistants == [{"role": "assistant", "content": "", "raw": blocks},   # no blocks: nothing to keep
+                          {"role": "assistant", "content": "Fine."}]
+
+
+def test_the_assistant_message_carries_text_thinking_and_raw_content(tools):
+    raw = {"format": "anthropic", "content": [{"type": "text", "text": "It is $24."}]}
+    agent = Agent(tools, ScriptedModel([Reply("It is $24.", thinking="look it up? no", raw=raw)], native_tools=True))
+    agent.run("price?")
+    assert agent.history[2] == {"role": "assistant", "content": "It is $24.", "thinking": "look it up? no",
+                                "raw": raw}
+
+
+# ---------------------------------------------------------------- the repeated-call stop
+def test_different_calls_are_not_repeats(tools):
+    model = ScriptedModel([act("lookup", topic="단가"), act("lookup", topic="배송"), act("lookup", topic="단가"),
+                           finish("done")])
+    agent = Agent(tools, model, repeat_limit=2)
+    assert agent.run("x") == "done" and sum(len(s.runs) for s in agent.trace) == 3
+
+
+def test_different_native_calls_are_not_repeats(tools):
+    model = ScriptedModel([Reply("", (ToolCall("lookup", {"topic": t}, t),)) for t in ("단가", "배송", "단가")]
+                          + ["done"], native_tools=True)
+    agent = Agent(tools, model, repeat_limit=2)
+    assert agent.run("x") == "done" and agent.stop_reason == "finish"
+
+
+def test_the_same_arguments_in_another_order_are_a_repeat(tools):
+    model = ScriptedModel([act("calculator", expression="1+1", x=1),
+                           json.dumps({"tool": "calculator", "args": {"x": 1, "expression": "1+1"}}), finish("2")])
+    agent = Agent(tools, model, repeat_limit=2)
+    agent.run("x")
+    assert agent.stop_reason == "repeated_call" and agent.steps == 2
+    assert agent.answer == "Stopped: the model made the same call 2 times in a row without progress."
+
+
+def test_a_repeat_of_arguments_json_cannot_write_is_still_a_repeat(tools):
+    # A Python model may send any object: it is compared by its repr.
+    call = Reply("", (ToolCall("lookup", {"topic": {1, 2}}, "a"),))
+    agent = Agent(tools, ScriptedModel([call, call, "done"], native_tools=True), repeat_limit=2)
+    agent.run("x")
+    assert agent.stop_reason == "repeated_call"
+
+
+def test_arguments_no_key_can_be_made_for_are_never_a_repeat(tools):
+    # Keys of mixed types cannot be sorted: such a call cannot be compared, so it does not count as the same.
+    call = Reply("", (ToolCall("lookup", {1: "a", "topic": "단가"}, "a"),))
+    agent = Agent(tools, ScriptedModel([call, call, "done"], native_tools=True), repeat_limit=2)
+    assert agent.run("x") == "done" and agent.stop_reason == "finish"
+
+
+# ---------------------------------------------------------------- the other stops
+class StubBudget:
+    """Lets ``allowed`` model calls through, then stops with a sentence; records what it was asked about."""
+
+    def __init__(self, allowed):
+        self.allowed, self.asked = allowed, []
+
+    def check(self, agent):
+        self.asked.append(agent)
+        return None if len(self.asked) <= self.allowed else "Stopped: out of budget."
+
+
+def test_a_budget_is_checked_before_every_model_call(tools):
+    budget = StubBudget(allowed=1)
+    model = ScriptedModel([act("lookup", topic="단가")] * 5)
+    agent = Agent(tools, model, budget=budget)
+    assert agent.run("x") == "Stopped: out of budget."
+    assert agent.stop_reason == "budget" and agent.steps == 1 and len(model.calls) == 1
+    assert budget.asked == [agent, agent]
+
+
+def test_a_budget_must_have_a_check(tools):
+    with pytest.raises(TypeError, match=r"^budget must be a course_lib.safety.Budget, not dict$"):
+        Agent(tools, ScriptedModel([]), budget={"max_tokens": 100})
+
+
+def test_a_model_error_is_recorded_and_logged(tools, caplog):
+    agent = Agent(tools, ScriptedModel([ConnectionError("network down")]))
+    with caplog.at_level(logging.INFO, logger="course_lib.agent"):
+        assert agent.run("x") == "The model call failed: network down"
+    assert agent.trace[0].error == "model error: network down"
+    assert "step 1: the model call failed: network down" in [r.getMessage() for r in caplog.records]
+
+
+def test_a_full_context_stops_with_its_own_reason_and_words(tools):
+    from course_lib.models.base import ContextFullError
+
+    def full(messages):
+        raise ContextFullError("the conversation is 210,000 tokens; the model takes 200,000")
+
+    agent = Agent(tools, full)
+    assert agent.run("x") == "the conversation is 210,000 tokens; the model takes 200,000"
+    assert agent.stop_reason == "context_full"
+
+
+def test_a_refusal_ends_the_run_quoting_the_model(tools):
+    from course_lib.models.base import STOPS
+    reply = Reply("I can't\n  help   with that.", stop="refused", provider_stop="refusal")
+    agent = Agent(tools, ScriptedModel([reply], native_tools=True))
+    answer = agent.run("x")
+    assert agent.stop_reason == "refused" and agent.trace[0].error == "refused: the model stopped with 'refusal'"
+    assert answer == STOPS["refused"].format(why="refusal") + ' It said: "I can\'t help with that.".'
+
+
+def test_a_long_refusal_is_quoted_up_to_200_characters(tools):
+    agent = Agent(tools, ScriptedModel([Reply("no " * 100, stop="refused")], native_tools=True))
+    agent.run("x")
+    assert agent.answer.endswith(' It said: "' + ("no " * 100)[:200] + '".')
+    assert "request (refused)" in agent.answer and agent.trace[0].error == "refused: the model stopped with 'refused'"
+
+
+@pytest.mark.parametrize("reply", [Reply("", stop="refused"), Reply("partial {", stop="max_tokens")])
+def test_only_a_refusal_with_words_is_quoted(tools, reply):
+    from course_lib.models.base import STOPS
+    agent = Agent(tools, ScriptedModel([reply]))
+    assert agent.run("x") == STOPS[reply.stop].format(why=reply.stop)
+
+
+def test_a_stop_other_than_finish_is_logged_as_a_warning(tools, caplog):
+    with caplog.at_level(logging.INFO, logger="course_lib.agent"):
+        Agent(tools, ScriptedModel([finish("ok")])).run("x")
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+        agent = Agent(tools, ScriptedModel([act("lookup", topic="단가")]), max_steps=1)
+        agent.run("x")
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [f"stopped (max_steps): {agent.answer}"]
+    assert agent.answer == "Stopped after 1 step without an answer (the step cap is 1)."
+
+
+def test_no_goal_yet_says_what_to_call(tools):
+    with pytest.raises(RuntimeError, match=r"^no goal yet: call agent\.reset\(goal\) or agent\.run\(goal\) first$"):
+        Agent(tools, ScriptedModel([])).step()
+
+
+@pytest.mark.parametrize("raw, steps", [("1", 1), (" 12 ", 12)])
+def test_the_smallest_step_cap_from_the_environment_is_one(monkeypatch, raw, steps):
+    monkeypatch.setenv("COURSE_MAX_STEPS", raw)
+    assert default_max_steps() == steps
+    monkeypatch.setenv("COURSE_MAX_STEPS", "0")
+    with pytest.raises(ValueError, match="COURSE_MAX_STEPS must be a positive whole number, not '0'"):
+        default_max_steps()
+
+
+# ---------------------------------------------------------------- logging
+def test_bad_replies_logged_and_chat_messages_logged(tools, caplog):
+    agent = Agent(tools, ScriptedModel(["?", finish("hi")]))
+    with caplog.at_level(logging.INFO, logger="course_lib.agent"):
+        agent.chat("hello")
+    messages = [r.getMessage() for r in caplog.records]
+    assert messages[:2] == ["message: hello", "step 1: unusable reply: no JSON object found"]
+
+
+def test_a_long_observation_is_logged_cut_at_200_characters(caplog):
+    def big() -> str:
+        """Say a lot."""
+        return "x" * 300
+
+    with caplog.at_level(logging.INFO, logger="course_lib.agent"):
+        Agent({"big": big}, ScriptedModel([act("big"), finish("ok")])).run("x")
+    assert f"step 1: big({{}}) -> {'x' * 200}" in [r.getMessage() for r in caplog.records]
+
+
+def test_saving_is_logged_at_debug_level(tools, tmp_path, caplog):
+    agent = Agent(tools, ScriptedModel([finish("ok")]))
+    agent.run("x")
+    with caplog.at_level(logging.DEBUG, logger="course_lib.agent"):
+        path = agent.save(tmp_path / "t.json")
+    assert [r.getMessage() for r in caplog.records] == [f"transcript saved to {path}"]
+
+
+# ---------------------------------------------------------------- chat turns after a stop
+def test_a_turn_that_failed_before_any_reply_does_not_stop_the_next(tools):
+    agent = Agent(tools, ScriptedModel([ConnectionError("down"), finish("hi")]))
+    agent.chat("hello")
+    assert agent.stop_reason == "model_error"
+    assert agent.chat("again?") == "hi"
+    assert [m["role"] for m in agent.history] == ["system", "user", "user", "assistant"]
+
+
+def test_a_text_turn_stopped_after_its_observation_gets_no_extra_note(tools):
+    agent = Agent(tools, ScriptedModel([act("lookup", topic="단가"), finish("$24")]), max_steps=1)
+    agent.chat("price?")
+    assert agent.stop_reason == "max_steps"
+    assert agent.history[-1] == {"role": "user", "content": "Observation: 개당 $24"}   # it did run
+    assert agent.chat("so?") == "$24"
+
+
+def test_the_handoff_of_a_later_turn_names_that_turn(tools):
+    agent = Agent(tools, ScriptedModel([finish("hi"), act("lookup", topic="단가")]), max_steps=1)
+    agent.chat("hello")
+    agent.chat("price?")
+    assert agent.stop_reason == "max_steps" and agent.handoff.goal == "price?"
+
+
+def test_the_closing_note_for_a_native_call_is_a_whole_tool_result(tools):
+    call = Reply("", (ToolCall("lookup", {"topic": "단가"}, "a"),))
+    agent = Agent(tools, ScriptedModel([call, call, "ok"], native_tools=True), repeat_limit=2)
+    agent.chat("x")
+    assert agent.history[-1] == {"role": "tool", "tool_call_id": "a", "name": "lookup", "is_error": True,
+                                 "content": "Not run: the turn stopped (repeated_call) before this call ran."}
+
+
+# ---------------------------------------------------------------- the transcript
+def test_the_transcript_has_usage_and_the_handoff(tools):
+    from dataclasses import asdict
+    model = ScriptedModel([Reply(act("lookup", topic="단가"), usage={"input_tokens": 5, "output_tokens": 2})])
+    agent = Agent(tools, model, max_steps=1)
+    agent.run("x")
+    data = agent.transcript()
+    assert data["usage"] == {"input_tokens": 5, "output_tokens": 2}
+    assert data["handoff"] == asdict(agent.handoff) and data["handoff"]["goal"] == "x"
+
+
+def test_save_defaults_to_a_transcripts_folder_with_a_time_stamped_name(tools, tmp_path, monkeypatch):
+    import re
+    monkeypatch.chdir(tmp_path)
+    agent = Agent(tools, ScriptedModel([finish("ok")]))
+    agent.run("x")
+    path = agent.save()
+    assert path.parent == Path("transcripts") and re.fullmatch(r"run-\d{8}-\d{6}-\d{6}\.json", path.name)
+    text = path.read_text(encoding="utf-8")
+    assert text == json.dumps(json.loads(text), ensure_ascii=False, indent=2) + "\n"   # indented by two
+
+
+def test_the_saved_transcript_keeps_numbers_nulls_and_names_what_json_cannot_hold(tools, tmp_path):
+    agent = Agent(tools, ScriptedModel([finish("ok")]))
+    agent.run("x")
+    agent.history.append({"role": "user", "content": "numbers", "ratio": 1.5, "nan": float("nan"),
+                          "edge": 2 ** 13_998, "huge": 2 ** 13_999, "keys": {7: "seven", None: "none"}})
+    data = json.loads(agent.save(tmp_path / "t.json").read_text(encoding="utf-8"))
+    assert data["handoff"] is None and data["stop_reason"] == "finish"
+    last = data["history"][-1]
+    assert last["ratio"] == 1.5 and last["nan"] == "NaN" and last["keys"] == {"7": "seven", "None": "none"}
+    assert last["edge"] == 2 ** 13_998                                      # 13,999 bits: still a number
+    assert last["huge"] == "(a whole number of 14,000 bits)"
+
+
+def test_a_text_key_is_saved_as_its_text_even_when_its_str_says_otherwise(tools, tmp_path):
+    from enum import Enum
+
+    class Colour(str, Enum):   # str() gives "Colour.RED"; as text (and in JSON) it is "red"
+        RED = "red"
+
+    agent = Agent(tools, ScriptedModel([finish("ok")]))
+    agent.run("x")
+    agent.history.append({"role": "user", "content": "keys", "keys": {Colour.RED: Colour.RED}})
+    data = json.loads(agent.save(tmp_path / "t.json").read_text(encoding="utf-8"))
+    assert data["history"][-1]["keys"] == {"red": "red"}
+
+
+def test_an_agent_without_a_goal_has_an_empty_history(tools):
+    agent = Agent(tools, ScriptedModel([finish("ok")]))
+    assert agent.history == [] and agent.transcript()["history"] == [] and not agent.done
+    agent.run("x")
+    agent.reset()
+    assert agent.history == [] and agent.trace == [] and agent.goal is None
+
+
+def test_a_native_answer_that_looks_like_a_text_tool_call_gets_no_closing_note(tools):
+    # For a native model, text is the answer even when it reads like a JSON tool call: nothing is pending.
+    looks_like_a_call = act("lookup", topic="단가")
+    agent = Agent(tools, ScriptedModel([looks_like_a_call, "Fine."], native_tools=True))
+    assert agent.chat("x") == looks_like_a_call
+    assert agent.chat("and?") == "Fine."
+    assert [m["role"] for m in agent.history] == ["system", "user", "assistant", "user", "assistant"]

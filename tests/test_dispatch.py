@@ -378,3 +378,216 @@ def test_literal_checks_compare_types_too():
     assert not dispatch({"pick": pick}, "pick", {"n": 1}).is_error
     assert dispatch({"pick": pick}, "pick", {"n": True}).is_error     # True == 1, but it is not the literal 1
     assert dispatch({"pick": pick}, "pick", {"n": 1.0}).is_error
+
+
+# ---------------------------------------------------------------- every test starts with a cold signature cache
+# The cache lives as long as the process: without this, a test would see the signature facts an earlier test (or
+# an earlier run in the same process) worked out, and a wrong fact worked out now could go unnoticed.
+@pytest.fixture(autouse=True)
+def cold_signature_cache():
+    from course_lib.dispatch import _cached_spec
+    _cached_spec.cache_clear()
+
+
+def test_the_signature_is_worked_out_once_per_tool():
+    # The loop dispatches every step: the second call to the same tool reads the cached facts.
+    from course_lib.dispatch import _cached_spec
+    for _ in range(3):
+        assert dispatch(TOOLS, "add", {"a": 2}).content == "12"
+    info = _cached_spec.cache_info()
+    assert (info.misses, info.hits) == (1, 2)
+
+
+# ---------------------------------------------------------------- the exact words of the messages (SPEC §8)
+def test_unknown_tool_message_lists_the_tools_in_order():
+    obs = dispatch({"lookup": shout, "calculator": calculator}, "serch", {})
+    assert obs.content == "Error: unknown tool 'serch'. Available tools: lookup, calculator."
+    assert dispatch({}, "serch", {}).content == "Error: unknown tool 'serch'. Available tools: (none)."
+
+
+def test_an_unknown_tool_name_is_cut_at_80_characters():
+    obs = dispatch(TOOLS, "y" * 500, {})
+    assert "unknown tool '" + "y" * 80 + "'. Available tools:" in obs.content
+
+
+@pytest.mark.parametrize("args, kind", [([1, 2], "array"), ("a=1", "string"), (None, "null"), (3, "integer"),
+                                        (2.5, "number"), (True, "boolean")])
+def test_arguments_that_are_not_an_object_are_named_by_their_json_type(args, kind):
+    obs = dispatch(TOOLS, "add", args)
+    assert obs.content == f"Error: the arguments for add must be a JSON object, not {kind}."
+
+
+def test_unexpected_arguments_are_all_named_with_what_the_tool_takes():
+    obs = dispatch(TOOLS, "add", {"a": 1, "c": 2, "d": 3})
+    assert obs.content == "Error: add got unexpected argument(s) 'c', 'd'. It takes: a, b."
+    obs = dispatch(TOOLS, "price_sheet", {"x": 1})
+    assert obs.content == "Error: price_sheet got unexpected argument(s) 'x'. It takes: no arguments."
+
+
+def test_missing_arguments_are_only_the_required_ones_not_given():
+    def box(width: int, height: int, depth: int = 1, label: str = "") -> str:
+        return "ok"
+
+    tools = {"box": box}
+    assert dispatch(tools, "box", {"label": "x"}).content == \
+        "Error: box is missing required argument(s) 'width', 'height'."
+    assert dispatch(tools, "box", {"height": 2}).content == "Error: box is missing required argument(s) 'width'."
+    assert dispatch(tools, "box", {"width": 1, "height": 2}).content == "ok"   # the defaults need not be sent
+
+
+@pytest.mark.parametrize("name, args, says", [
+    ("shout", {"text": 5}, "argument 'text' of shout must be str, got integer 5."),
+    ("shout", {"text": 1.5}, "argument 'text' of shout must be str, got number 1.5."),
+    ("shout", {"text": ["a"]}, 'argument \'text\' of shout must be str, got array ["a"].'),
+    ("shout", {"text": {"k": 1}}, 'argument \'text\' of shout must be str, got object {"k": 1}.'),
+    ("shout", {"text": None}, "argument 'text' of shout must be str, got null null."),
+    ("add", {"a": "사과"}, 'argument \'a\' of add must be int, got string "사과".'),   # Korean as is, not \uXXXX
+    ("add", {"a": "9" * 100}, "got string \"" + "9" * 59 + "."),                      # the value cut at 60
+    ("maybe", {"n": "3"}, "argument 'n' of maybe must be Optional[int], got string \"3\"."),
+    ("pick", {"colour": "blue"}, "argument 'colour' of pick must be Literal['red', 'green'], got string \"blue\"."),
+])
+def test_a_wrong_type_names_the_argument_the_type_wanted_and_what_came(name, args, says):
+    obs = dispatch(TOOLS, name, args)
+    assert obs.is_error and obs.content.endswith(says), obs.content
+
+
+def test_a_python_value_no_json_can_hold_is_still_described():
+    # dispatch is called from Python too (tests, a notebook): a date where an int belongs is named, not a crash.
+    from datetime import date
+    obs = dispatch(TOOLS, "add", {"a": date(2024, 5, 17)})
+    assert obs.content == 'Error: argument \'a\' of add must be int, got date "2024-05-17".'
+
+
+def test_a_tool_error_is_passed_on_without_its_type():
+    # A ToolError is written for the model: its message is the whole story.
+    obs = dispatch(TOOLS, "refuses", {"topic": "x"})
+    assert obs.content == "Error: refuses: nothing is known about 'x'; try 단가"
+
+
+def test_the_tool_returning_nothing_is_said_in_words():
+    assert dispatch(TOOLS, "give", {}).content == "(the tool returned nothing)"
+
+
+# ---------------------------------------------------------------- annotations beyond the plain types
+def test_dict_parameters_take_only_an_object():
+    def tally(counts: dict[str, int]) -> int:
+        return sum(counts.values())
+
+    tools = {"tally": tally}
+    assert dispatch(tools, "tally", {"counts": {"a": 1, "b": 2}}).content == "3"
+    assert dispatch(tools, "tally", {"counts": {}}).content == "0"
+    obs = dispatch(tools, "tally", {"counts": [1, 2]})
+    assert obs.content == "Error: argument 'counts' of tally must be dict[str, int], got array [1, 2]."
+
+
+def test_abstract_and_unknown_annotations_get_the_benefit_of_the_doubt():
+    from collections.abc import Sequence
+
+    def total(xs: Sequence[int]) -> int:
+        return sum(xs)
+
+    assert dispatch({"total": total}, "total", {"xs": [1, 2, 3]}).content == "6"
+
+
+def test_a_real_number_annotation_is_checked_with_isinstance():
+    import numbers
+
+    def half(x: numbers.Real) -> float:
+        return x / 2
+
+    tools = {"half": half}
+    assert dispatch(tools, "half", {"x": 3}).content == "1.5"
+    assert dispatch(tools, "half", {"x": 0.5}).content == "0.25"
+    obs = dispatch(tools, "half", {"x": "3"})
+    assert obs.content == "Error: argument 'x' of half must be Real, got string \"3\"."
+
+
+def test_any_takes_every_json_value():
+    from typing import Any
+
+    def echo(value: Any) -> str:
+        return repr(value)
+
+    for value in (1, "a", None, [1], {"k": True}, 2.5, False):
+        assert dispatch({"echo": echo}, "echo", {"value": value}).content == repr(value)
+
+
+def test_an_annotation_that_cannot_be_resolved_is_simply_not_checked():
+    def later(x) -> str:
+        return f"got {x}"
+    later.__annotations__["x"] = "NotDefinedAnywhere"   # as if written `x: "NotDefinedAnywhere"`
+
+    assert dispatch({"later": later}, "later", {"x": 5}).content == "got 5"
+    assert dispatch({"later": later}, "later", {}).content == "Error: later is missing required argument(s) 'x'."
+
+
+def test_an_extra_argument_called_return_is_not_checked_against_the_return_annotation():
+    assert dispatch(TOOLS, "flexible", {"a": 1, "return": 5}).content == '{"a": 1, "return": 5}'
+
+
+# ---------------------------------------------------------------- results that are not JSON
+def test_results_json_has_no_word_for_become_their_text():
+    from datetime import date
+    from pathlib import PurePosixPath
+
+    def when() -> dict:
+        return {"due": date(2024, 5, 17), "file": PurePosixPath("notes/a.txt"), "품목": "사과"}
+
+    assert dispatch({"when": when}, "when", {}).content == \
+        '{"due": "2024-05-17", "file": "notes/a.txt", "품목": "사과"}'
+    assert dispatch({"today": lambda: date(2024, 5, 17)}, "today", {}).content == '"2024-05-17"'
+
+
+def test_a_result_that_cannot_become_text_names_its_type_and_the_reason():
+    def circular() -> list:
+        items = []
+        items.append(items)
+        return items
+
+    obs = dispatch({"circular": circular}, "circular", {})
+    assert obs.content == ("Error: circular returned a list that cannot be turned into text "
+                           "(ValueError: Circular reference detected).")
+    assert isinstance(obs.error, ValueError)
+
+
+def test_a_tool_whose_signature_cannot_be_read_is_an_observation():
+    # Some built-ins (max, for one) have no signature inspect can read: the call cannot be checked, so it is not run.
+    obs = dispatch({"max": max}, "max", {"a": 1})
+    assert obs.is_error and isinstance(obs.error, ValueError)
+    assert obs.content == "Error: the call to max could not be checked (ValueError: no signature found for " \
+                          "builtin <built-in function max>)."
+
+
+# ---------------------------------------------------------------- paths in error text
+def _fails_with(message):
+    def tool() -> str:
+        raise ToolError(message)
+    return {"tool": tool}
+
+
+def test_the_workspace_itself_is_named_dot(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    obs = dispatch(_fails_with(f"{tmp_path} is read-only; {tmp_path}/a.txt too"), "tool", {})
+    assert obs.content == "Error: tool: . is read-only; a.txt too"
+
+
+def test_a_workspace_at_the_root_leaves_paths_alone(monkeypatch):
+    monkeypatch.chdir("/")
+    obs = dispatch(_fails_with("no file at /etc/course.cfg"), "tool", {})
+    assert obs.content == "Error: tool: no file at /etc/course.cfg"
+
+
+def test_a_two_letter_workspace_is_still_hidden(monkeypatch):
+    monkeypatch.setattr("os.getcwd", lambda: "/w")
+    obs = dispatch(_fails_with("no file at /w/data/a.csv"), "tool", {})
+    assert obs.content == "Error: tool: no file at data/a.csv"
+
+
+@pytest.mark.parametrize("home, says", [
+    pytest.param("/", "no file at /etc/course.cfg or /h/x", id="home-is-the-root: nothing to hide"),
+    pytest.param("/h", "no file at /etc/course.cfg or ~/x", id="a-short-home-is-still-hidden"),
+])
+def test_the_home_folder_is_named_tilde_unless_it_is_the_root(home, says, monkeypatch):
+    monkeypatch.setenv("HOME", home)
+    obs = dispatch(_fails_with("no file at /etc/course.cfg or /h/x"), "tool", {})
+    assert obs.content == "Error: tool: " + says
