@@ -124,7 +124,7 @@ class ApprovalGate:
         if len(content) > MAX_WRITE_CHARS:
             raise ToolError(f"content is longer than {MAX_WRITE_CHARS} characters; write less")
         try:
-            data = content.encode("utf-8")
+            data = content.encode()   # UTF-8
         except UnicodeEncodeError as e:   # half of an emoji: refused before anything is asked or touched
             raise ToolError(f"content has a character at position {e.start} that cannot be saved as UTF-8 "
                             "(half of an emoji?); send the text without it") from None
@@ -133,9 +133,9 @@ class ApprovalGate:
                             f"'{shorten(path.rstrip())}note.txt'")
         target, root = inside_workspace(path), Path.cwd().resolve()
         _check_target(target, path)
-        approved, why = self._ask(WriteRequest(path, content))
-        self.decisions.append((path, approved))
-        if not approved:   # an error observation: the action did not happen, and the model must know
+        why = self._ask(WriteRequest(path, content))
+        self.decisions.append((path, not why))
+        if why:   # an error observation: the action did not happen, and the model must know
             raise ToolError(f"{why}; nothing was written. "
                             "Do not retry the same write; continue without it.")
         try:   # the folder is checked again as it is opened: it may have been swapped while the person decided
@@ -144,18 +144,19 @@ class ApprovalGate:
             raise ToolError(f"{os_problem(path, e)}; nothing was changed") from None
         return f"Wrote {len(content)} characters to '{path}'."
 
-    def _ask(self, request: WriteRequest) -> tuple[bool, str]:
+    def _ask(self, request: WriteRequest) -> str:
+        """Asks the policy: "" if the person said yes, else why the write may not happen."""
         try:
             answer = self.policy(request)
         except KeyboardInterrupt:   # a person stopping the run stops it
             raise
         except BaseException as e:   # a broken policy denies; it never lets a write through
-            return False, (f"the approval step failed ({type(e).__name__}: {e}), "
-                           f"so writing '{shorten(request.path)}' was denied")
+            return (f"the approval step failed ({type(e).__name__}: {e}), "
+                    f"so writing '{shorten(request.path)}' was denied")
         if is_yes(answer):
-            return True, ""
+            return ""
         who = getattr(self.policy, "why_no", None) or "the person did not approve"
-        return False, f"{who} writing '{shorten(request.path)}'"
+        return f"{who} writing '{shorten(request.path)}'"
 
 
 def _check_target(target, path: str) -> None:

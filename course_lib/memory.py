@@ -15,7 +15,6 @@ words), prompt caching and the providers' own compaction, and several programs w
 """
 from __future__ import annotations
 
-import json
 import re
 import sqlite3
 import unicodedata
@@ -25,7 +24,7 @@ from itertools import accumulate
 from .agent import Agent
 from .models.base import ModelError, ask, scrub
 from .models.scripted import ScriptedModel
-from .safety import (CHARS_PER_TOKEN, MESSAGE_OVERHEAD, TOOL_OVERHEAD, check_history,  # noqa: F401
+from .safety import (CHARS_PER_TOKEN, MESSAGE_OVERHEAD, TOOL_OVERHEAD, _json, check_history,  # noqa: F401
                      estimate_tokens, text_tokens, tokens_per_call)
 from .tools import ToolError, calculator, inside_workspace
 
@@ -103,9 +102,11 @@ def _thinks(block) -> bool:
 
 
 def _check_cut(steps: list[list[dict]], first: int) -> None:
-    last = steps[-1][0] if steps else {}   # Claude's thinking blocks are kept in ``raw``, as the API sent them
+    """Called once the steps before ``first`` are to go (0 < first <= len(steps)): refuses to drop them while the
+    last step is a tool call made with thinking."""
+    last = steps[-1][0]   # Claude's thinking blocks are kept in ``raw``, as the API sent them
     blocks = last["raw"].get("content") or [] if isinstance(last.get("raw"), dict) else []
-    if 0 < first < len(steps) and last.get("tool_calls") and any(map(_thinks, blocks)):
+    if first < len(steps) and last.get("tool_calls") and any(map(_thinks, blocks)):
         raise ValueError("the last step is a tool call made with Claude's thinking, whose blocks are bound to "
                          "every message before them: nothing before it can be dropped until the model has "
                          "answered. Trim after the answer (between tasks), or use AnthropicModel(thinking='disabled').")
@@ -182,8 +183,7 @@ def as_transcript(messages: list[dict]) -> str:
             lines.append(f"{m.get('name', 'tool')} {'failed' if m.get('is_error') else 'returned'}: {text}")
         else:
             lines += [f"{m['role']}: {text}"] if text else []
-            lines += [f"assistant called {c.get('name')}({json.dumps(c.get('args'), ensure_ascii=False, default=str)})"
-                      for c in m.get("tool_calls") or []]
+            lines += [f"assistant called {c.get('name')}({_json(c.get('args'))})" for c in m.get("tool_calls") or []]
     return "\n".join(lines)
 
 

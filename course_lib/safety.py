@@ -18,7 +18,6 @@ API's reported usage wins when there is one), and real prices (the examples are 
 from __future__ import annotations
 
 import functools
-import json
 import math
 import os
 import pickle
@@ -31,7 +30,7 @@ from itertools import groupby
 from .approval import default_policy, is_yes
 from .courseware.plots import EXAMPLE_PRICES   # example prices, not any provider's price list
 from .describe import build_system_prompt
-from .dispatch import MAX_RESULT_CHARS
+from .dispatch import MAX_RESULT_CHARS, _to_json as _json   # JSON as dispatch shows it
 from .models.base import scrub
 from .tools import ToolError
 
@@ -41,7 +40,7 @@ _ZERO_WIDTH = "[\u200b-\u200d\u2060\ufeff]"   # invisible: a page can hide them 
 def _text(result) -> str:   # as dispatch shows a result: None is no "null" but a sentence
     if result is None:
         return "(the tool returned nothing)"
-    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False, default=str)
+    return result if isinstance(result, str) else _json(result)
 
 
 def _squeeze(text: str) -> str:
@@ -101,20 +100,23 @@ class Taint:
             raise ValueError(f"min_span must be a whole number of at least 8 characters, not {min_span!r}")
         self.min_span, self.spans = min_span, set()
 
+    def _runs(self, text: str):
+        """Every run of ``min_span`` characters in ``text``, first to last."""
+        k = self.min_span
+        return (text[i:i + k] for i in range(len(text) - k + 1))
+
     def add(self, text: str) -> None:
-        text, k = _plain(text)[:MAX_RESULT_CHARS], self.min_span   # the model sees no more than that
-        self.spans.update(text[i:i + k] for i in range(len(text) - k + 1))
+        self.spans.update(self._runs(_plain(text)[:MAX_RESULT_CHARS]))   # the model sees no more than that
 
     def find(self, args) -> str | None:
         """The first remembered run inside any text in ``args`` (nested dicts and lists, keys too), or None."""
-        stack, k = [args], self.min_span
+        stack = [args]
         while stack:
             item = stack.pop()
             if isinstance(item, (dict, list, tuple)):   # a key can carry copied text as well as a value can
                 stack.extend([*item.keys(), *item.values()] if isinstance(item, dict) else item)
             elif isinstance(item, (str, int, float)):   # a long number copied as a JSON number is a copy too
-                text = _plain(str(item))
-                hit = next((text[i:i + k] for i in range(len(text) - k + 1) if text[i:i + k] in self.spans), None)
+                hit = next((run for run in self._runs(_plain(str(item))) if run in self.spans), None)
                 if hit:
                     return hit
         return None
@@ -139,7 +141,7 @@ class CallRequest:
         return f"calling {self.tool}"
 
     def preview(self, limit: int = 300) -> str:
-        shown = json.dumps(self.args, ensure_ascii=False, default=str)
+        shown = _json(self.args)
         return f"call {self.tool}({shown[:limit]}{'…' if len(shown) > limit else ''}), asked because {self.reason}"
 
 
@@ -173,9 +175,11 @@ class ToolPolicy:
     def decide(self, tool: str, args: dict) -> dict:
         """May this call run? Returns (and keeps in ``decisions``) who decided, and why."""
         rule = self.rules.get(tool, self.default)
-        span = self.taint.find(args) if self.taint is not None and rule != "never" else None
-        if rule == "never" or (rule == "always" and span is None):
-            return self._record(tool, rule == "always", "the policy", f"{tool} is set to '{rule}'")
+        if rule == "never":
+            return self._record(tool, False, "the policy", f"{tool} is set to 'never'")
+        span = self.taint.find(args) if self.taint is not None else None
+        if rule == "always" and span is None:
+            return self._record(tool, True, "the policy", f"{tool} is set to 'always'")
         why = f"{tool} is set to 'ask'" if rule == "ask" else ""
         if span:
             why += (" and " if why else "") + f'its arguments carry text from a tool\'s output ("{span}")'
@@ -250,7 +254,7 @@ def handoff_note(goal: str | None, reason: str, why: str, steps) -> Handoff:
     calls, last_error = [], None
     for step in steps:
         for run in step.runs:
-            calls.append(f"{run.tool}({_short(json.dumps(run.args, ensure_ascii=False, default=str), 60)}) → "
+            calls.append(f"{run.tool}({_short(_json(run.args), 60)}) → "
                          f"{'error' if run.observation.is_error else 'ok'}: {_short(run.observation.content, 80)}")
             last_error = _short(run.observation.content, 200) if run.observation.is_error else last_error
         last_error = step.error or last_error
@@ -292,7 +296,7 @@ def tokens_per_call(history: list[dict]) -> list[int]:
 def _message_tokens(m: dict) -> int:
     calls = m.get("tool_calls") or []
     sent = [m.get("content"), m.get("thinking"), m.get("tool_call_id")]
-    sent += [f"{c.get('id')} {c.get('name')} {json.dumps(c.get('args'), ensure_ascii=False, default=str)}"
+    sent += [f"{c.get('id')} {c.get('name')} {_json(c.get('args'))}"
              for c in calls]
     tools = len(calls) + (m["role"] == "tool")
     return MESSAGE_OVERHEAD + TOOL_OVERHEAD * tools + text_tokens(" ".join(str(t) for t in sent if t))

@@ -8,6 +8,7 @@ from course_lib.agent import Agent
 from course_lib.approval import ApprovalGate, WriteRequest, approve, ask_in_terminal, default_policy, deny
 from course_lib.dispatch import dispatch
 from course_lib.models import ScriptedModel
+from course_lib.tools import ToolError
 
 
 @pytest.fixture
@@ -151,3 +152,121 @@ def test_jupyter_nbconvert_runs_lesson_06_to_the_end_without_anyone_clicking(tmp
     assert result.returncode == 0, result.stderr[-2000:]
     executed = (tmp_path / "06_agent_class.ipynb").read_text(encoding="utf-8")
     assert "Nobody can approve here" in executed and "nobody was there to approve writing" in executed
+
+
+# ------------------------------------------------------------------ the exact words, limits and choices (pinned)
+def test_without_a_policy_the_gate_uses_the_default_one(monkeypatch):
+    """ApprovalGate() asks default_policy() who decides (COURSE_APPROVAL here)."""
+    monkeypatch.setenv("COURSE_APPROVAL", "approve")
+    assert ApprovalGate().policy is approve
+    monkeypatch.setenv("COURSE_APPROVAL", "deny")
+    assert ApprovalGate().policy is deny
+
+
+def test_a_policy_that_fails_names_the_exception_type(workspace):
+    def broken(request):
+        raise ValueError("the widget is gone")
+    with pytest.raises(ToolError) as e:
+        ApprovalGate(broken).write_file("a.txt", "x")
+    assert ("the approval step failed (ValueError: the widget is gone), so writing 'a.txt' was denied; "
+            "nothing was written.") in str(e.value)
+
+
+def test_a_plain_no_says_the_person_did_not_approve_and_not_to_retry(workspace):
+    with pytest.raises(ToolError) as e:
+        ApprovalGate(deny).write_file("a.txt", "x")
+    assert str(e.value) == ("the person did not approve writing 'a.txt'; nothing was written. "
+                            "Do not retry the same write; continue without it.")
+
+
+def test_the_policy_is_shown_the_path_and_the_content(workspace):
+    seen = []
+    ApprovalGate(lambda request: seen.append((request.path, request.content, request.what)) or True
+                 ).write_file("notes/a.txt", "hello")
+    assert seen == [("notes/a.txt", "hello", "writing 'notes/a.txt'")]
+
+
+def test_content_that_is_not_text_is_refused_with_a_clear_message(workspace):
+    asked = []
+    with pytest.raises(ToolError) as e:
+        ApprovalGate(lambda request: asked.append(request) or True).write_file("a.txt", b"bytes")
+    assert str(e.value) == "content must be text" and asked == []
+
+
+def test_content_may_be_exactly_the_limit_but_not_one_character_more(workspace):
+    from course_lib.approval import MAX_WRITE_CHARS
+    assert MAX_WRITE_CHARS == 100_000
+    gate = ApprovalGate(approve)
+    assert gate.write_file("a.txt", "x" * MAX_WRITE_CHARS) == "Wrote 100000 characters to 'a.txt'."
+    with pytest.raises(ToolError) as e:
+        gate.write_file("b.txt", "x" * (MAX_WRITE_CHARS + 1))
+    assert "content is longer than 100000 characters; write less" in str(e.value)
+    assert not (workspace / "b.txt").exists() and gate.decisions == [("a.txt", True)]
+
+
+def test_content_that_cannot_be_saved_says_what_to_do(workspace):
+    with pytest.raises(ToolError) as e:
+        ApprovalGate(approve).write_file("a.txt", "half \ud83d")
+    assert str(e.value) == ("content has a character at position 5 that cannot be saved as UTF-8 "
+                            "(half of an emoji?); send the text without it")
+
+
+def test_a_path_naming_a_folder_suggests_a_file_name_inside_it(workspace):
+    with pytest.raises(ToolError) as e:
+        ApprovalGate(approve).write_file(" drafts/ ", "text")
+    assert "give a file name such as ' drafts/note.txt'" in str(e.value)   # trailing blanks go, leading stay
+
+
+def test_the_preview_shows_up_to_300_characters_then_an_ellipsis():
+    assert WriteRequest("a.txt", "x" * 300).preview() == "write 300 characters to 'a.txt':\n" + "x" * 300
+    assert WriteRequest("a.txt", "x" * 301).preview() == "write 301 characters to 'a.txt':\n" + "x" * 300 + "…"
+    assert WriteRequest("a.txt", "abcdef").preview(limit=3) == "write 6 characters to 'a.txt':\nabc…"
+
+
+def test_the_terminal_prompt_asks_and_accepts_yes_in_any_case(monkeypatch, capsys):
+    prompts = []
+    for answer, approved in [("yes", True), (" YES ", True), ("Y", True), ("yess", False), ("no", False)]:
+        monkeypatch.setattr("builtins.input", lambda prompt: prompts.append(prompt) or answer)
+        assert ask_in_terminal(WriteRequest("a.txt", "hello")) is approved, answer
+    assert set(prompts) == {"Allow this write? [y/N] "}
+
+
+def test_a_terminal_or_an_explicit_ask_gets_the_prompt(monkeypatch):
+    from course_lib import approval
+    monkeypatch.setattr(approval, "_in_notebook", lambda: False)
+    monkeypatch.delenv("COURSE_APPROVAL", raising=False)
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True, raising=False)
+    assert default_policy() is ask_in_terminal                 # someone at a terminal can answer
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False, raising=False)
+    monkeypatch.setenv("COURSE_APPROVAL", " Ask ")
+    assert default_policy() is ask_in_terminal                 # asked for explicitly, even without a terminal
+
+
+def test_a_notebook_is_recognised_by_its_kernel_shell(monkeypatch):
+    """_in_notebook: only an IPython kernel's shell (ZMQInteractiveShell) counts; a terminal IPython does not."""
+    import sys
+    import types
+
+    from course_lib.approval import _in_notebook
+
+    def ipython_with(shell):
+        monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
+
+    ZMQInteractiveShell = type("ZMQInteractiveShell", (), {})
+    TerminalInteractiveShell = type("TerminalInteractiveShell", (), {})
+    ipython_with(ZMQInteractiveShell())
+    assert _in_notebook() is True
+    ipython_with(TerminalInteractiveShell())
+    assert _in_notebook() is False
+    ipython_with(None)                                           # IPython imported, but no shell running
+    assert _in_notebook() is False
+    monkeypatch.delitem(sys.modules, "IPython")                  # plain Python
+    assert not _in_notebook()
+
+
+def test_the_headless_denial_says_how_to_decide_instead(capsys):
+    from course_lib.approval import deny_headless
+    assert deny_headless(WriteRequest("a.txt", "x")) is False
+    out = capsys.readouterr().out
+    assert "so writing 'a.txt' was denied at once. Set COURSE_APPROVAL=approve to allow it" in out
+    assert out.endswith("in such runs, or open the notebook in JupyterLab to decide with the buttons.\n")

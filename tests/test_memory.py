@@ -404,18 +404,18 @@ def test_nothing_to_summarise_means_no_model_call():
         summarise(NATIVE, summariser, keep_last=-1)
 
 
-@pytest.mark.parametrize("summariser, words", [
-    (ScriptedModel([]), "the script ran out"),
-    (ScriptedModel([RuntimeError("overloaded")]), "overloaded"),
-    (ScriptedModel([""]), "held no summary"),
-    (ScriptedModel([{"text": "partial", "stop": "max_tokens"}]), "stop: max_tokens"),
-    (ScriptedModel([Reply("", (ToolCall("lookup", {"topic": "x"}, "t"),))]), "tool calls: 1"),
-    (lambda messages: 42, "must be text, a dict or a Reply"),
+@pytest.mark.parametrize("make_summariser, words", [   # made afresh for each run: a script is used up
+    (lambda: ScriptedModel([]), "the script ran out"),
+    (lambda: ScriptedModel([RuntimeError("overloaded")]), "overloaded"),
+    (lambda: ScriptedModel([""]), "held no summary"),
+    (lambda: ScriptedModel([{"text": "partial", "stop": "max_tokens"}]), "stop: max_tokens"),
+    (lambda: ScriptedModel([Reply("", (ToolCall("lookup", {"topic": "x"}, "t"),))]), "tool calls: 1"),
+    (lambda: lambda messages: 42, "must be text, a dict or a Reply"),
 ])
-def test_a_failing_summariser_leaves_the_history_unchanged_and_says_so(summariser, words):
+def test_a_failing_summariser_leaves_the_history_unchanged_and_says_so(make_summariser, words):
     before = copy.deepcopy(NATIVE)
     with pytest.raises(ModelError) as failed:
-        summarise(NATIVE, summariser, keep_last=1)
+        summarise(NATIVE, make_summariser(), keep_last=1)
     message = str(failed.value)
     assert message.startswith("Could not summarise the earlier steps") and words in message
     assert "The history is unchanged" in message and "trim_window" in message
@@ -734,3 +734,205 @@ def test_a_follow_up_question_in_a_new_conversation_is_answered_from_memory(tmp_
     agent = Agent({**TOOLS, **MemoryStore().tools()}, tuesday)
     assert agent.run("제 출장지가 어디였죠?") == "Your trip is to Busan (부산)."
     assert agent.history[3]["content"] == "#1: 사용자의 출장지는 부산이다"
+
+
+
+# ---------------------------------------------------------------- pinned: exact words, limits and defaults
+def test_a_trim_drops_every_kind_of_thinking_and_keeps_what_else_a_message_holds():
+    thinking = {"type": "thinking", "thinking": "hmm", "signature": "c2ln"}
+    redacted = {"type": "redacted_thinking", "data": "c2Vj"}
+    text = {"type": "text", "text": "Looking."}
+    raw_only = {"role": "assistant", "content": "", "thinking": "hmm",
+                "raw": {"format": "anthropic", "content": [thinking, redacted, text]}}
+    thought_text = {"role": "assistant", "content": "Done.", "thinking": "hmm"}          # no raw blocks at all
+    calls_only = {"role": "assistant", "content": "", "tool_calls": [call("lookup", "t1", topic="단가")],
+                  "raw": {"format": "anthropic", "content": [redacted]}}
+    odd_user = {"role": "user", "content": "next?", "thinking": "not the model's"}        # only assistants think
+    history = [SYSTEM, GOAL, {"role": "assistant", "content": "old"}, {"role": "user", "content": "first"},
+               raw_only, {"role": "user", "content": "Observation: ok"}, thought_text, odd_user,
+               calls_only, result("t1", "개당 $24"), {"role": "assistant", "content": "The end."}]
+    assert trim_window(history, keep_last=4) == [
+        SYSTEM, GOAL,
+        {"role": "assistant", "content": "", "raw": {"format": "anthropic", "content": [text]}},
+        {"role": "user", "content": "Observation: ok"},
+        {"role": "assistant", "content": "Done."}, odd_user,
+        {"role": "assistant", "content": "", "tool_calls": [call("lookup", "t1", topic="단가")]},
+        result("t1", "개당 $24"), {"role": "assistant", "content": "The end."}]
+
+
+def test_the_transcript_names_unnamed_tools_skips_empty_text_and_cuts_at_1000_characters():
+    messages = [{"role": "assistant", "content": None, "tool_calls": [call("lookup", "t1", topic="단가")]},
+                {"role": "tool", "tool_call_id": "t1", "content": "개당 $24"},
+                {"role": "user", "content": "x" * 1000}, {"role": "user", "content": "y" * 1001}]
+    assert as_transcript(messages).splitlines() == ['assistant called lookup({"topic": "단가"})',
+                                                    "tool returned: 개당 $24", "user: " + "x" * 1000,
+                                                    "user: " + "y" * 1000 + " [...]"]
+
+
+def test_summarise_keeps_two_steps_by_default_and_may_keep_none():
+    summariser = ScriptedModel(["short", "shorter"])
+    assert summarise(NATIVE, summariser)[3:] == NATIVE[5:]            # the last two steps stay
+    everything = summarise(NATIVE, summariser, keep_last=0)
+    assert everything == [SYSTEM, GOAL, {"role": "user", "content": f"{memory.SUMMARY_LABEL}\nshorter",
+                                         "summary": True}, NATIVE[-1]]   # the user's latest request stays
+
+
+def test_the_summariser_gets_the_prompt_the_transcript_and_no_tools():
+    seen = []
+
+    class Recorder:
+        def complete(self, messages, tools):
+            seen.append((messages, tools))
+            return "a summary"
+    summarise(NATIVE, Recorder(), keep_last=1)
+    (messages, tools), = seen
+    head, steps = split_steps(NATIVE)
+    assert messages == [{"role": "system", "content": memory.SUMMARY_PROMPT},
+                        {"role": "user", "content": as_transcript([m for s in steps[:2] for m in s])}]
+    assert tools == {}
+
+
+def test_a_summariser_failure_is_quoted_as_the_model_said_it_or_as_the_exception():
+    def broken(messages):
+        raise ValueError("boom")
+    tail = ". The history is unchanged; try again, or drop the old steps with trim_window instead."
+    with pytest.raises(ModelError) as failed:
+        summarise(NATIVE, broken, keep_last=1)
+    assert str(failed.value) == "Could not summarise the earlier steps: ValueError('boom')" + tail
+    with pytest.raises(ModelError) as failed:
+        summarise(NATIVE, ScriptedModel([RuntimeError("overloaded")]), keep_last=1)
+    assert str(failed.value) == "Could not summarise the earlier steps: overloaded" + tail
+
+
+def test_trim_window_says_exactly_what_it_needs():
+    with pytest.raises(ValueError) as e:
+        trim_window(NATIVE)
+    assert str(e.value) == "trim_window needs max_tokens=..., keep_last=... or both"
+    with pytest.raises(ValueError) as e:
+        trim_window(NATIVE, max_tokens=1)
+    assert str(e.value).endswith("more than max_tokens=1; shorten them or raise the limit")
+
+
+def test_run_with_memory_records_the_turn_as_run_does():
+    goal, model = savings_run(2)
+    plain = Agent({"calculator": calculator}, model, max_steps=5)
+    plain.run(goal)
+    goal, model = savings_run(2)
+    agent = Agent({"calculator": calculator}, model, max_steps=5)
+    run_with_memory(agent, goal, lambda h: trim_window(h, keep_last=1))
+    assert agent.turns == plain.turns == [{"message": goal, "answer": plain.answer, "stop_reason": "finish",
+                                           "steps": 3}]
+
+
+def test_continue_after_trim_keeps_a_token_window_for_the_rest_of_the_run():
+    replies = [{"tool_calls": [LOOK]}, {"tool_calls": [LOOK]}, {"stop": "context_full"},
+               {"tool_calls": [TIMES]}, "done"]
+    model = ScriptedModel(replies, native_tools=True)
+    agent = Agent(TOOLS, model, max_steps=10)
+    agent.run("Price of eight?")
+    window = estimate_tokens(trim_window(agent.history[:-1], keep_last=1))
+    assert continue_after_trim(agent, max_tokens=window) == "done"
+    assert all(estimate_tokens(sent) <= window for sent in model.calls[3:])
+
+
+def test_the_savings_run_has_29_months_of_calculator_calls_by_default():
+    goal, model = savings_run()
+    assert goal.endswith("Work it out one month at a time with the calculator, rounding the interest down "
+                         "to whole won.") and "29개월" in goal
+    agent = Agent({"calculator": calculator}, model, max_steps=30)
+    answer = agent.run(goal)
+    results = [run.observation for step in agent.trace for run in step.runs]
+    assert len(results) == 29 and not any(r.is_error for r in results)
+    assert answer.startswith(f"After 29 months the balance is {int(results[-1].content):,} won")
+
+
+def test_the_growth_data_is_what_the_runs_sent_and_summarises_only_past_the_threshold():
+    goal, model = savings_run(9)   # 10 calls: 9 months (a one-digit count in the goal), then the answer
+    Agent({"calculator": calculator}, model, max_steps=10).run(goal)
+    plain = [estimate_tokens(sent) for sent in model.calls]
+    data = context_growth_data(steps=10, keep_last=3, summary_over=plain[4])
+    assert data["no trimming"] == plain
+    assert data["window"][:4] == plain[:4] and len(set(data["window"][3:])) == 1   # three steps kept
+    assert data["summary"][:5] == plain[:5]                       # call 5 sends exactly the threshold: kept whole
+    assert data["summary"][5] < plain[5]                          # call 6 would go past it: summarised
+    note = {"role": "user", "content": f"{memory.SUMMARY_LABEL}\n{memory._note_taker([])}"}
+    assert data["summary"][5] == data["window"][5] + estimate_tokens([note])   # the same three steps, and the note
+
+
+def test_fts5_available_asks_sqlite_itself(monkeypatch):
+    with sqlite3.connect(":memory:") as db:
+        built_with = any("FTS5" in row[0] for row in db.execute("PRAGMA compile_options"))
+    assert fts5_available() is built_with
+
+    class NoFts5:
+        def execute(self, sql):
+            raise sqlite3.OperationalError("no such module: fts5")
+
+        def close(self):
+            pass
+    monkeypatch.setattr(memory.sqlite3, "connect", lambda path: NoFts5())
+    assert fts5_available() is False
+
+
+def test_the_store_defaults_to_memory_sqlite3_and_fts_true_means_fts5(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert MemoryStore().path == tmp_path / "memory.sqlite3"
+    if fts5_available():
+        assert MemoryStore(fts=True).fts is True
+    monkeypatch.setattr(memory, "fts5_available", lambda: False)
+    with pytest.raises(ValueError) as e:
+        MemoryStore(fts=True)
+    assert str(e.value) == "this Python's SQLite has no FTS5; use fts=None or fts=False for the LIKE search"
+
+
+def test_the_stores_refusals_say_what_to_do(store):
+    refusals = [(lambda: store.remember(""), 'text must be a non-empty sentence, e.g. "The user prefers answers '
+                                             'in Korean"'),
+                (lambda: store.remember("x" * 1001), "the note is 1,001 characters long; the limit is 1,000: save "
+                                                     "one short fact at a time"),
+                (lambda: store.remember("a\x7fb"), "the note contains control characters; save plain text"),
+                (lambda: store.remember("sk-proj-AbCdEf0123456789XyZ"),
+                 "this looks like an API key or another secret (a key prefix such as sk-, or a long run of mixed "
+                 "letters and digits); secrets are never saved in memory. Save where it is kept instead, e.g. "
+                 '"the OpenAI key is in the OPENAI_API_KEY variable".'),
+                (lambda: store.recall("?!"), 'query has no words to look for; send one or more words, e.g. "부산" '
+                                             'or "price"'),
+                (lambda: store.forget("1"), 'memory_id must be a whole number, e.g. 3 for the "#3" that recall shows')]
+    for call_it, message in refusals:
+        with pytest.raises(ToolError) as e:
+            call_it()
+        assert str(e.value) == message
+
+
+def test_a_query_may_be_200_characters_and_no_match_names_every_word(store):
+    assert store.recall("a" * 200) == f"No memory matches '{'a' * 200}'."
+    assert store.recall("sea weather") == "No memory matches 'sea weather'."
+
+
+def test_forget_shows_80_characters_and_takes_any_number_sqlite_can_hold(store):
+    store.remember("z" * 100)
+    assert store.forget(1) == "Forgot #1: " + "z" * 80
+    with sqlite3.connect(store.path) as db:   # a note numbered as another program may have numbered it
+        db.execute("INSERT INTO memories (id, text) VALUES (?, ?)", (2**62, "far away"))
+    assert store.forget(2**62) == f"Forgot #{2**62}: far away"
+    for too_big in (2**63, 2**64):
+        with pytest.raises(ToolError, match=f"there is no memory #{too_big}"):
+            store.forget(too_big)
+
+
+def test_ordinary_notes_that_only_look_long_are_not_secrets():
+    assert not looks_like_secret("commit 512300b9a3c0f7e2\nd1a4b5c6d7e8f901 fixed it")   # a hash wrapped over lines
+    assert not looks_like_secret("The serial number is 4F3A9C2B7D1E8F60A5B4C3D2E1F0A9B8")   # no lower case
+
+
+def test_dropping_even_one_step_before_an_open_thinking_tool_call_is_refused():
+    open_call = {"role": "assistant", "content": "", "tool_calls": [call("calculator", "c1", expression="24*8")],
+                 "raw": {"format": "anthropic", "content": [{"type": "thinking", "thinking": "x", "signature": "s"}]}}
+    history = [SYSTEM, GOAL, {"role": "assistant", "content": "One costs $24."},
+               {"role": "user", "content": "And eight?"}, open_call, result("c1", "192", "calculator")]
+    with pytest.raises(ValueError) as refused:
+        trim_window(history, keep_last=1)
+    assert str(refused.value).startswith("the last step is a tool call made with Claude's thinking, whose blocks "
+                                         "are bound to every message before them: nothing before it can be "
+                                         "dropped until the model has answered.")
+    assert trim_window(history, keep_last=0) == [SYSTEM, GOAL, {"role": "user", "content": "And eight?"}]

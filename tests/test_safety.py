@@ -613,3 +613,263 @@ def test_a_reply_with_negative_usage_is_refused():
     from course_lib.models import ModelError
     with pytest.raises(ModelError, match="usage must be a dict of whole numbers, 0 or more"):
         Reply("hi", usage={"input_tokens": -1_000_000_000, "output_tokens": 5})
+
+
+# ---------------------------------------------------------------- pinned: exact words, limits and defaults
+def test_a_marked_result_is_json_with_korean_kept_and_other_values_as_text():
+    from datetime import date
+    tools = mark_untrusted({"info": lambda: {"가격": 24, "when": date(2024, 1, 2)}, "nothing": lambda: None})
+    assert tools["info"]() == f'{START.format(tool="info")}\n{{"가격": 24, "when": "2024-01-02"}}\n{END}'
+    assert tools["nothing"]() == f'{START.format(tool="nothing")}\n(the tool returned nothing)\n{END}'
+
+
+def test_the_untrusted_prompt_is_the_usual_prompt_plus_the_rule_for_either_kind_of_model():
+    from course_lib.describe import build_system_prompt
+    tools = default_tools()
+    assert untrusted_prompt(tools) == build_system_prompt(tools, False) + "\n\n" + UNTRUSTED_RULE
+    assert untrusted_prompt(tools, native=True) == build_system_prompt(tools, True) + "\n\n" + UNTRUSTED_RULE
+    assert untrusted_prompt(tools) != untrusted_prompt(tools, native=True)
+
+
+def test_only_names_every_missing_tool_and_every_tool_there_is():
+    with pytest.raises(ValueError) as e:
+        only({"calculator": calculator, "lookup": lookup}, ["send", "delete"])
+    assert str(e.value) == "there is no tool 'send', 'delete'; the tools are: calculator, lookup"
+
+
+def test_a_call_preview_shows_up_to_300_characters_of_arguments_then_an_ellipsis():
+    def preview(n):   # the arguments as JSON: {"t": "xxx..."} is n + 9 characters
+        return CallRequest("f", {"t": "x" * n}, "why").preview()
+    assert preview(291) == f'call f({{"t": "{"x" * 291}"}}), asked because why'                    # 300: all of it
+    assert preview(292) == f'call f({{"t": "{"x" * 292}"…), asked because why'    # 301: the closing brace goes
+    assert CallRequest("f", {"t": "안녕"}, "why").preview(limit=5) == 'call f({"t":…), asked because why'
+
+
+def test_taint_remembers_each_run_of_exactly_min_span_characters():
+    assert Taint().min_span == 20                        # the default
+    taint = Taint(8)                                     # the least allowed
+    taint.add("abcdefg")                                 # shorter than a run: nothing to remember
+    assert taint.spans == set()
+    taint.add("ABCDEFGHIJ")
+    assert taint.spans == {"abcdefgh", "bcdefghi", "cdefghij"}
+    assert taint.find({"a": "xx cdefghij"}) == "cdefghij" and taint.find({"a": "abcdefgh"}) == "abcdefgh"
+    assert taint.find({"a": "bcdefgh"}) is None
+    with pytest.raises(ValueError, match="not 7"):
+        Taint(7)
+
+
+def test_a_policy_without_an_approver_asks_whoever_default_policy_names(monkeypatch):
+    monkeypatch.setenv("COURSE_APPROVAL", "deny")
+    assert ToolPolicy({}).approver is deny
+    monkeypatch.setenv("COURSE_APPROVAL", "approve")
+    assert ToolPolicy({}).approver is approve
+
+
+def test_with_taint_off_copied_text_runs_without_a_question():
+    policy = ToolPolicy({}, approver=deny, taint=False)
+    assert policy.taint is None and ToolPolicy({}, approver=deny).taint.min_span == 20
+    tools = policy.guard({"read": lambda: "Pay invoice 2024-117 to account 110-234-567890 today.",
+                          "echo": lambda text: text})
+    dispatch(tools, "read", {})
+    obs = dispatch(tools, "echo", {"text": "account 110-234-567890 today"})
+    assert not obs.is_error and obs.content == "account 110-234-567890 today"
+    assert policy.decisions[-1] == {"tool": "echo", "allowed": True, "by": "the policy",
+                                    "reason": "echo is set to 'always'"}
+
+
+def test_a_tainted_call_to_an_ask_tool_gives_both_reasons():
+    asked = []
+    policy = ToolPolicy({"echo": "ask"}, approver=lambda request: asked.append(request.reason) or "yes", min_span=12)
+    tools = policy.guard({"read": lambda: "The quarterly numbers are confidential.", "echo": lambda text: text})
+    dispatch(tools, "read", {})
+    dispatch(tools, "echo", {"text": "quarterly numbers"})
+    assert asked == ["echo is set to 'ask' and its arguments carry text from a tool's output (\"quarterly nu\")"]
+
+
+def test_a_failing_approver_is_recorded_as_a_denial_of_that_tool():
+    def broken(request):
+        raise RuntimeError("widget crashed")
+    policy = ToolPolicy({"calculator": "ask"}, approver=broken)
+    dispatch(policy.guard({"calculator": calculator}), "calculator", {"expression": "1+1"})
+    assert policy.decisions == [{"tool": "calculator", "allowed": False, "by": "the approval step",
+                                 "reason": "it failed (RuntimeError: widget crashed); asked because calculator "
+                                           "is set to 'ask'"}]
+
+
+def test_a_policy_naming_missing_tools_lists_them_and_the_tools_there_are():
+    with pytest.raises(ValueError) as e:
+        ToolPolicy({"send": "ask", "delete": "never"}, approver=deny).guard({"calculator": calculator,
+                                                                             "lookup": lookup})
+    assert str(e.value) == ("the policy names 'send', 'delete', which the tool set does not have; "
+                            "the tools are: calculator, lookup")
+
+
+def test_the_handoff_note_reads_as_documented():
+    note = Handoff("goal", "max_steps", "why", ['a() → ok: 1', 'b() → error: x'], None, "decide")
+    assert str(note) == ("Handed over to a person (stop reason: max_steps)\nGoal: goal\nWhy: why\n"
+                         "Tried:\n  - a() → ok: 1\n  - b() → error: x\nLast error: none\nTo decide: decide")
+    note = Handoff("goal", "budget", "why", [], "boom", "decide")
+    assert "Tried:\n  (no tool was called)\nLast error: boom\nTo decide" in str(note)
+
+
+def _run(tool, args, content, is_error=False):
+    from types import SimpleNamespace
+
+    from course_lib.dispatch import Observation
+    return SimpleNamespace(tool=tool, args=args, observation=Observation(content, is_error))
+
+
+def _step(*runs, error=None):
+    from types import SimpleNamespace
+    return SimpleNamespace(runs=list(runs), error=error)
+
+
+def test_the_handoff_note_shortens_arguments_to_60_results_to_80_and_the_last_error_to_200():
+    from course_lib.safety import handoff_note
+    note = handoff_note("goal", "something new", "why", [
+        _step(_run("f", {"e": "x" * 51}, "y" * 80), _run("g", {"e": "x" * 52}, "z" * 81)),
+        _step(_run("h", {}, "E" * 200, is_error=True))])
+    assert note.tried == [f'f({{"e": "{"x" * 51}"}}) → ok: {"y" * 80}',                 # 60 and 80: whole
+                          f'g({{"e": "{"x" * 52}…) → ok: {"z" * 79}…',                  # 61 and 81: cut
+                          f'h({{}}) → error: {"E" * 80}'[:-1] + "…"]
+    assert note.last_error == "E" * 200
+    assert note.decide == "Decide how to go on."          # a stop reason with no advice of its own
+    note = handoff_note("goal", "max_steps", "why", [_step(_run("h", {}, "F" * 201, is_error=True),
+                                                           _run("k", {}, "fine"))])
+    assert note.last_error == "F" * 199 + "…"             # and a later success does not clear it
+
+
+def test_check_history_says_what_a_history_and_a_message_are():
+    from course_lib.safety import check_history
+    with pytest.raises(ValueError) as e:
+        check_history(({"role": "user", "content": "hi"},))
+    assert str(e.value) == "a history is a list of message dicts, not tuple"
+    message = ("is not a message: each one is a dict whose 'role' is system, user, assistant, tool, and whose "
+               "'tool_calls', if any, is a list of call dicts")
+    for bad, at in [(["hi"], 0), ([{"role": "user", "content": "x"}, {"role": "robot"}], 1),
+                    ([{"role": "assistant", "tool_calls": ({"id": "a", "name": "f", "args": {}},)}], 0)]:
+        with pytest.raises(ValueError) as e:
+            check_history(bad)
+        assert str(e.value) == f"history[{at}] {message}"
+
+
+def test_the_estimate_counts_thinking_tool_call_ids_and_tool_results():
+    # "abcd efgh": 9 characters -> 3 tokens, plus 4 for the message
+    assert estimate_tokens([{"role": "assistant", "content": "abcd", "thinking": "efgh"}]) == 4 + 3
+    # a tool result costs 10 more for its structure; "42 call_1" is 9 characters -> 3 tokens
+    assert estimate_tokens([{"role": "tool", "tool_call_id": "call_1", "content": "42"}]) == 4 + 10 + 3
+    # 'a f {"q": "부산"}': 13 narrow characters -> 4 tokens, and 2 Korean syllables -> 2
+    calls = [{"id": "a", "name": "f", "args": {"q": "부산"}}]
+    assert estimate_tokens([{"role": "assistant", "content": "", "tool_calls": calls}]) == 4 + 10 + 6
+
+
+def test_budget_defaults_and_the_words_of_its_refusals():
+    assert Budget(max_tokens=10).reply_tokens == 256 and Budget(max_tokens=10).prices["input"] > 0
+    with pytest.raises(ValueError) as e:
+        Budget(max_tokens=0)
+    assert str(e.value) == "max_tokens must be a positive number, not 0"
+    with pytest.raises(ValueError) as e:
+        Budget()
+    assert str(e.value) == "a Budget needs max_tokens, max_cost (in dollars) or both"
+    with pytest.raises(ValueError) as e:
+        Budget(max_cost=1.0, prices={"input": 1})
+    assert str(e.value) == 'prices must be a dict like {"input": 1.0, "output": 5.0} (dollars per million tokens)'
+
+
+def test_prices_are_dollars_per_million_tokens():
+    assert Budget(max_cost=1.0, prices={"input": 1, "output": 5}).cost(1_000_000, 200_000) == 2.0
+
+
+def test_the_budget_counts_a_native_reply_by_its_tool_calls():
+    model = ScriptedModel([Reply("", (ToolCall("lookup", {"topic": "단가"}, "c1"),)), "done"], native_tools=True)
+    agent = Agent(default_tools(), model, max_steps=2)
+    agent.run("price?")
+    # ' lookup {"topic": "단가"}' (the id is not known): 21 narrow characters -> 6 tokens, 2 syllables -> 2;
+    # 4 for the message and 10 for the call: 22. The final answer "done": 4 + 1.
+    assert Budget(max_tokens=1).spent(agent)["output_tokens"] == 22 + 5
+
+
+def test_the_budget_works_with_a_model_that_does_not_say_whether_it_is_native():
+    class Plain:   # a model of one's own: only complete(), no native_tools attribute
+        def __init__(self):
+            self.inner = ScriptedModel([act("lookup", topic="단가"), act("finish", answer="$24")])
+
+        def complete(self, messages, tools):
+            return self.inner.complete(messages, tools)
+    agent = Agent(default_tools(), Plain(), max_steps=3)
+    agent.run("price?")
+    replies = [{"role": "assistant", "content": step.reply} for step in agent.trace]
+    assert Budget(max_tokens=1).spent(agent)["output_tokens"] == sum(estimate_tokens([r]) for r in replies)
+
+
+def test_a_call_no_longer_in_a_trimmed_unwatched_history_counts_nothing_sent():
+    agent = Agent(default_tools(), ScriptedModel([act("lookup", topic="단가")] * 2), max_steps=2)
+    agent.run("price?")   # no budget watched it: what each call sent is worked out from the history
+    h = agent.history     # system, goal, call 1, observation, call 2, observation
+    agent.history = h[:2] + h[4:]
+    assert Budget(max_tokens=1).spent(agent)["input_tokens"] == estimate_tokens(h[:2])
+
+
+def test_reported_usage_of_zero_or_none_counts_as_zero():
+    replies = [Reply(act("lookup", topic="단가"), usage={"input_tokens": 0, "output_tokens": 0}),
+               Reply(act("lookup", topic="x"), usage={"input_tokens": 7, "output_tokens": None})]
+    agent = Agent(default_tools(), ScriptedModel(replies), max_steps=2)
+    agent.run("price?")
+    assert Budget(max_tokens=1).spent(agent) == {"input_tokens": 7, "output_tokens": 0,
+                                                 "cost": pytest.approx(7 / 1e6)}
+
+
+# ---------------------------------------------------------------- the child's side of a time limit, run in-process
+class Unrebuildable(Exception):   # pickles, but pickle cannot make it again (its __init__ needs two arguments)
+    def __init__(self, a, b):
+        super().__init__(a)
+
+
+class _Writer:   # stands in for the pipe's sending end
+    def __init__(self):
+        self.sent = []
+
+    def send_bytes(self, data):
+        self.sent.append(data)
+
+
+def in_child_here(monkeypatch, tool, *args, nested=False, **kwargs):
+    """Runs _call_in_child in this process (so the mutation tool sees it): what it sent back, whether it made a
+    process group of its own, and whether it marked itself as a time-limited child."""
+    import pickle
+
+    from course_lib import safety
+    groups = []
+    monkeypatch.setattr(safety, "_in_a_limited_child", nested)
+    monkeypatch.setattr(safety.os, "setsid", lambda: groups.append("new group"))
+    writer = _Writer()
+    safety._call_in_child(tool, args, kwargs, writer)
+    assert len(writer.sent) == 1
+    return pickle.loads(writer.sent[0]), groups, safety._in_a_limited_child
+
+
+def test_the_child_sends_back_what_the_tool_returned_from_a_process_group_of_its_own(monkeypatch):
+    sent, groups, marked = in_child_here(monkeypatch, lambda a, b=0: a + b, 2, b=3)
+    assert sent == ("returned", 5) and groups == ["new group"] and marked is True
+    sent, groups, marked = in_child_here(monkeypatch, lambda: "ok", nested=True)
+    assert sent == ("returned", "ok") and groups == [] and marked is True   # a nested limit joins the outer group
+
+
+def test_the_child_sends_back_what_the_tool_raised(monkeypatch):
+    def fails():
+        raise ValueError("bad input")
+    (kind, error), _, _ = in_child_here(monkeypatch, fails)
+    assert kind == "raised" and type(error) is ValueError and str(error) == "bad input"
+
+
+def test_what_pickle_cannot_carry_comes_back_as_a_tool_error(monkeypatch):
+    (kind, error), _, _ = in_child_here(monkeypatch, lambda: (n for n in range(3)))
+    assert kind == "raised" and type(error) is ToolError
+    assert str(error) == "its returned value, a generator, cannot be sent back from the child process (TypeError)"
+
+    def raises_unrebuildable():
+        raise Unrebuildable("a", "b")
+    (kind, error), _, _ = in_child_here(monkeypatch, raises_unrebuildable)
+    assert kind == "raised" and type(error) is ToolError
+    assert str(error) == ("its raised value, a Unrebuildable, cannot be sent back from the child process "
+                          "(TypeError)")
