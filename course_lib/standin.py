@@ -325,7 +325,7 @@ def _choice(api: str, body: dict) -> tuple[str, str | None] | None:
 
 
 def _against_choice(choice, turn: dict) -> str | None:   # what in a scripted turn tool_choice rules out
-    calls = [c.get("name") for c in turn.get("tool_calls") or []] if isinstance(turn, dict) else []
+    calls = [c.get("name") for c in turn.get("tool_calls") or []]
     if not choice or "status" in turn:
         return None
     if choice[0] == "none" and calls:
@@ -351,8 +351,7 @@ def _check_anthropic(messages: list[dict]) -> str | None:
             ours = (f"messages[{i}]: the tool_use ids {sorted(set(asked))} need exactly one tool_result each "
                     f"in the next user message, got {answered}")
             raise _Rejected(_unanswered(i, asked, answered, blocks) or ours, problem=ours)
-        asked = []
-    return None
+    return None   # (a user message is always followed by an assistant one, which sets ``asked`` afresh)
 
 
 def _unanswered(i: int, asked: list[str], answered: list, blocks: list[dict]) -> str | None:

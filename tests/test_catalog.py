@@ -345,3 +345,104 @@ def test_a_rejected_key_is_a_problem_that_says_so():
                           live=client)
     assert status.status == "key rejected" and status.problem
     assert "ANTHROPIC_API_KEY is set, but the anthropic API rejected it (401)" in status.note
+
+
+# --- the small pieces, word for word ------------------------------------------------------------------------
+
+def test_the_sdk_style_date_suffixes():
+    days = {1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 10: "10th", 11: "11th", 12: "12th", 13: "13th", 14: "14th",
+            21: "21st", 22: "22nd", 23: "23rd", 30: "30th", 31: "31st"}
+    assert {d: catalog._sdk_style(date(2026, 1, d)).split()[1].rstrip(",") for d in days} == days
+    assert catalog._sdk_style(date(2026, 11, 3)) == "November 3rd, 2026"
+
+
+def test_a_deprecation_note_without_a_date_is_quoted(monkeypatch):
+    monkeypatch.setattr(catalog, "sdk_deprecations", lambda provider: {"claude-y": "soon"})
+    assert deprecation("anthropic", "claude-y") == "end of life soon"
+
+
+def test_the_quick_check_client_has_a_short_timeout_and_no_retries(monkeypatch):
+    import anthropic
+    import openai
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    for provider, kind in (("anthropic", anthropic.Anthropic), ("openai", openai.OpenAI)):
+        client = catalog._sdk_client(provider)
+        assert type(client) is kind and client.timeout == 5.0 and client.max_retries == 0
+
+
+def test_check_model_uses_the_given_day_on_every_path(monkeypatch):
+    """``today`` reaches the date rules whether the check is offline, live, or live but without a client."""
+    monkeypatch.setattr(catalog, "sdk_deprecations", lambda provider: {"claude-x": "2026-04-01"})
+    monkeypatch.setattr(catalog, "sdk_models", lambda provider: {"claude-x"})
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    offline = check_model("anthropic", "claude-x", today=TODAY)
+    assert offline.status == "warning" and "in 31 days" in offline.note
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    asked = []
+
+    def unbuildable(provider):
+        asked.append(provider)
+        raise RuntimeError("no client")
+    monkeypatch.setattr(catalog, "_sdk_client", unbuildable)
+    assert check_model("anthropic", "claude-x", today=TODAY) == offline and asked == ["anthropic"]
+    client = FakeClient(SimpleNamespace(lifecycle="deprecated", retires_at=datetime(2026, 4, 1, tzinfo=timezone.utc)))
+    monkeypatch.setattr(catalog, "_sdk_client", lambda provider: asked.append(provider) or client)
+    live = check_model("anthropic", "claude-x", today=TODAY)
+    assert live.status == "warning" and "in 31 days" in live.note and asked == ["anthropic", "anthropic"]
+
+
+def test_openai_notes_end_with_their_docstring_and_keep_a_note_s_own_words():
+    source = OPENAI_NOTES + '''
+Other: TypeAlias = Literal["gpt-z"]
+"""Deprecated values:
+
+- "gpt-z": Announced shutdown date: 2030-01-01.
+"""
+'''
+    source = source.replace('- "gpt-c": Not a supported model ID.', '- "gpt-c": Replaced by gpt-X.\n- "gpt-g": '
+                                                                    'Announced Shutdown Date: 2026-05-05. Not')
+    table = parse_openai_notes(source)
+    assert "gpt-z" not in table and table["gpt-c"] == "Replaced by gpt-X" and table["gpt-g"] == "2026-05-05"
+
+
+def test_unreadable_sdk_tables_say_what_is_missing(monkeypatch):
+    with pytest.raises(ValueError) as info:
+        parse_openai_notes('"""Every model is fine."""')
+    assert str(info.value) == "found no deprecated IDs in openai's ChatModel notes"
+    import anthropic.types
+    monkeypatch.setattr(anthropic.types, "ModelParam", str)
+    with pytest.raises(ValueError) as info:
+        catalog.sdk_models("anthropic")
+    assert str(info.value) == "found no model IDs in the anthropic SDK's model list"
+
+
+FIX = "set COURSE_ANTHROPIC_MODEL to a current ID, or unset it to use the course default claude-haiku-5-5"
+
+
+def test_the_provider_s_retired_and_overdue_answers_word_for_word():
+    retired = SimpleNamespace(lifecycle="retired", retires_at=None)
+    assert status("claude-current", live=FakeClient(retired)) == ModelStatus(
+        "retired", f"RETIRED (so says the anthropic models endpoint): {FIX}", None)
+    dated = SimpleNamespace(lifecycle="retired", retires_at=datetime(2027, 1, 5, tzinfo=timezone.utc))
+    assert status("claude-current", live=FakeClient(dated)) == ModelStatus(
+        "retired", f"RETIRED (so says the anthropic models endpoint): {FIX}", "2027-01-05")
+    due_today = SimpleNamespace(lifecycle="deprecated", retires_at=datetime(2026, 3, 1, tzinfo=timezone.utc))
+    assert status("claude-current", live=FakeClient(due_today)) == ModelStatus(
+        "warning", f"WARNING: deprecated (retirement overdue since 2026-03-01); {FIX}", "2026-03-01")
+
+
+def test_a_long_reason_for_could_not_check_is_cut_at_100_characters(monkeypatch):
+    def broken(provider):
+        raise ValueError("x" * 150)
+    monkeypatch.setattr(catalog, "sdk_deprecations", broken)
+    assert model_status("anthropic", "claude-x", today=TODAY).note == f"could not check (ValueError: {'x' * 100})"
+
+
+def test_the_sdk_deprecation_tables_are_read_per_provider(monkeypatch):
+    assert catalog.sdk_deprecations("openai") and catalog.sdk_deprecations("ollama") == {}
+    import anthropic._data
+    monkeypatch.setattr(anthropic._data, "DEPRECATED_MODELS", {"claude-x": date(2027, 1, 1)})
+    with pytest.raises(ValueError) as info:
+        catalog.sdk_deprecations("anthropic")
+    assert str(info.value) == "anthropic's DEPRECATED_MODELS is no longer a table of ID -> date text"

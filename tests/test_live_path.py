@@ -368,3 +368,180 @@ def test_openai_max_tokens_is_sent_by_its_current_name():
     assert ollama["max_tokens"] == 500
     with pytest.raises(ValueError, match="max_tokens"):
         OpenAIModel(api_key="x", max_tokens=0)
+
+
+# -- every error sentence, word for word (course_lib/models/remote.py) ------------------------------------------
+from course_lib.models.remote import call_api, make_client  # noqa: E402
+
+
+def anthropic_body(message, kind="invalid_request_error"):
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+@pytest.mark.parametrize("provider, status, body, sentence", [
+    ("anthropic", 413, {"error": {"message": "too big", "type": "invalid_request_error"}},
+     'Anthropic refused the request as too large (413): trim the conversation or the tool results. The API said: '
+     '"too big".'),
+    ("anthropic", 400, anthropic_body("big", "request_too_large"),
+     'Anthropic refused the request as too large (413): trim the conversation or the tool results. The API said: '
+     '"big".'),
+    ("anthropic", 400, anthropic_body("input length and `max_tokens` exceed context window limit"),
+     "The conversation no longer fits the model's context window (Anthropic, 400): trim or summarise the history, "
+     'or start a new run. The API said: "input length and `max_tokens` exceed context window limit".'),
+    ("anthropic", 402, anthropic_body("Pay up.", "invalid_request_error"),
+     "Anthropic says this key has no credit or quota left (402 invalid_request_error): this is not a rate limit and "
+     "waiting will not help; add billing or credit to the account, or use another key. The API said: \"Pay up.\"."),
+    ("anthropic", 400, anthropic_body("No money.", "billing_error"),
+     "Anthropic says this key has no credit or quota left (400 billing_error): this is not a rate limit and "
+     'waiting will not help; add billing or credit to the account, or use another key. The API said: "No money.".'),
+    ("openai", 429, {"error": {"message": "Quota.", "type": "requests", "code": "insufficient_quota"}},
+     "OpenAI says this key has no credit or quota left (429 insufficient_quota): this is not a rate limit and "
+     'waiting will not help; add billing or credit to the account, or use another key. The API said: "Quota.".'),
+    ("ollama", 402, {"error": "no credit"},
+     "Ollama says this key has no credit or quota left (402 billing): this is not a rate limit and "
+     'waiting will not help; add billing or credit to the account, or use another key. The API said: "no credit".'),
+    ("anthropic", 401, anthropic_body("invalid x-api-key", "authentication_error"),
+     'Anthropic rejected the API key (401 authentication error); check ANTHROPIC_API_KEY. The API said: '
+     '"invalid x-api-key".'),
+    ("ollama", 401, {"error": "unauthorized"},
+     'Ollama rejected the API key (401 authentication error); check the API key. The API said: "unauthorized".'),
+    ("openai", 403, {"error": {"message": "no", "type": "permission_error"}},
+     "OpenAI refused access (403 permission denied): this key may not use model 'm-1'. The API said: \"no\"."),
+    ("ollama", 404, {"error": "model not found"},
+     "Ollama has no model 'm-1' (404): run `ollama pull m-1`, or set COURSE_OLLAMA_MODEL to a model you have "
+     '(`ollama list`). The API said: "model not found".'),
+    ("openai", 404, {"error": {"message": "gone", "type": "invalid_request_error"}},
+     "OpenAI answered 404 not found: either the model ID 'm-1' is retired or misspelt (set COURSE_OPENAI_MODEL to a "
+     "current one; `course doctor` checks it) or the base URL is wrong (check base_url= or OPENAI_BASE_URL, which "
+     'for OpenAI ends in /v1). The API said: "gone".'),
+    ("anthropic", 404, anthropic_body("gone", "not_found_error"),
+     "Anthropic answered 404 not found: either the model ID 'm-1' is retired or misspelt (set "
+     "COURSE_ANTHROPIC_MODEL to a current one; `course doctor` checks it) or the base URL is wrong (check base_url= "
+     'or ANTHROPIC_BASE_URL). The API said: "gone".'),
+    ("openai", 400, {"error": {"message": "bad", "type": "invalid_request_error"}},
+     'OpenAI rejected the request (400 bad request). The API said: "bad".'),
+    ("anthropic", 429, anthropic_body("slow down", "rate_limit_error"),
+     "Anthropic is rate-limiting this key (429), still after the SDK's retries: wait a minute and try again. "
+     'The API said: "slow down".'),
+    ("anthropic", 529, anthropic_body("Overloaded", "overloaded_error"),
+     "Anthropic's API is overloaded right now (529), still after the SDK's retries: try again later. The API said: "
+     '"Overloaded".'),
+    ("openai", 529, {"error": {"message": "busy", "type": "server_error"}},
+     "OpenAI's API is overloaded right now (529), still after the SDK's retries: try again later. The API said: "
+     '"busy".'),
+    ("anthropic", 500, anthropic_body("busy", "overloaded_error"),
+     "Anthropic's API is overloaded right now (500), still after the SDK's retries: try again later. The API said: "
+     '"busy".'),
+    ("openai", 503, {"error": {"message": "The engine is currently overloaded.", "type": "server_error"}},
+     "OpenAI's API is overloaded right now (503), still after the SDK's retries: try again later. The API said: "
+     '"The engine is currently overloaded.".'),
+    ("openai", 503, {"error": {"message": "Service unavailable.", "type": "server_error"}},
+     "OpenAI had a server error (503), still after the SDK's retries: try again later. The API said: "
+     '"Service unavailable.".'),
+    ("openai", 504, {"error": {"message": "Upstream overloaded.", "type": "server_error"}},
+     "OpenAI had a server error (504), still after the SDK's retries: try again later. The API said: "
+     '"Upstream overloaded.".'),
+    ("anthropic", 500, anthropic_body("Internal server error", "api_error"),
+     "Anthropic had a server error (500), still after the SDK's retries: try again later. The API said: "
+     '"Internal server error".'),
+    ("anthropic", 409, anthropic_body("conflict"), 'Anthropic answered with an error (409). The API said: "conflict".'),
+])
+def test_each_status_gets_its_sentence_word_for_word(provider, status, body, sentence):
+    assert str(explain(provider, status, body)) == sentence
+
+
+def test_what_the_api_said_is_quoted_with_its_request_id_trimmed_and_masked():
+    def said(message, headers=None):
+        return str(explain("openai", 400, {"error": {"message": message, "type": "x"}}, headers)).split(
+            "(400 bad request).")[1]
+
+    assert said("bad", {"x-request-id": "req_7"}) == ' The API said: "bad" (request id req_7).'
+    assert said("", {"x-request-id": "req_7"}) == " Request id: req_7."
+    assert said("") == ""
+    assert said("  two\n lines ") == ' The API said: "two lines".'
+    assert said("abc." * 75) == f' The API said: "{"abc." * 75}".'   # 300 characters fit
+    assert said("abc." * 75 + "d") == f' The API said: "{("abc." * 75)[:299]}…".'
+    assert said("Incorrect API key provided: sk-proj-abcdefghijklmnop1234.") == (
+        ' The API said: "Incorrect API key provided: sk-….".')
+
+
+def test_the_message_comes_from_whatever_body_the_sdk_kept():
+    no_message = explain("anthropic", 402, {"type": "error", "error": {"type": "billing_error"}})
+    assert str(no_message).endswith("(402 billing_error): this is not a rate limit and waiting will not help; add "
+                                    "billing or credit to the account, or use another key.")
+    assert str(explain("openai", 402, "upstream said no")).endswith('The API said: "upstream said no".')
+    billing = "(402 billing): this is not a rate limit"   # neither a type nor a code to quote
+    assert billing in str(explain("anthropic", 402, {"error": "no credit"}))   # Ollama-style: the error is text
+    assert billing in str(explain("anthropic", 402, {"type": "error", "error": {"message": "m"}}))
+    assert billing in str(explain("openai", 402, None))
+    import openai
+    quiet = openai.APIStatusError("", response=httpx2.Response(402, request=httpx2.Request("POST", "http://h")),
+                                  body=None)
+    assert str(explain_api_error(quiet, "openai", "m")).endswith("use another key.")   # nothing to quote
+    text = str(explain("openai", 502, None))
+    assert text == 'OpenAI had a server error (502), still after the SDK\'s retries: try again later. The API said: ' \
+                   '"Error code: 502".'
+
+
+def test_a_connection_failure_says_where_and_what_to_check():
+    import anthropic
+    import openai
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/messages")
+    assert str(explain_api_error(anthropic.APIConnectionError(request=request), "anthropic", "m", "http://h")) == (
+        "could not reach the Anthropic server at http://h (APIConnectionError): check the network or the base URL")
+    assert str(explain_api_error(openai.APITimeoutError(request=request), "openai", "m")) == (
+        "could not reach the OpenAI server (APITimeoutError): check the network or the base URL")
+    assert str(explain_api_error(openai.APIConnectionError(request=request), "ollama", "m", "http://o")) == (
+        "could not reach the Ollama server at http://o (APIConnectionError): is `ollama serve` running?")
+
+
+def test_the_streaming_valueerror_is_a_sentence_and_other_errors_are_not_explained():
+    said = explain_api_error(ValueError("Streaming is required for operations that may take longer than 10 "
+                                        "minutes."), "anthropic", "m")
+    assert str(said) == ("Anthropic: this max_tokens is too large for a request without streaming (the SDK refuses "
+                         "ones that could take over ten minutes, about 21,000 tokens and up); use 16000 or less")
+    assert explain_api_error(ValueError("another"), "anthropic", "m") is None
+    assert explain_api_error(KeyError("bug"), "openai", "m") is None
+
+
+def test_call_api_explains_sdk_errors_with_the_model_and_url_and_lets_bugs_raise():
+    import openai
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions")
+
+    def fail(error):
+        def send():
+            raise error
+        return send
+
+    assert call_api("openai", "m", lambda: "reply") == "reply"
+    with pytest.raises(ModelError) as info:
+        call_api("openai", "gpt-x", fail(openai.APIConnectionError(request=request)), base_url="http://h/v1")
+    assert str(info.value) == ("could not reach the OpenAI server at http://h/v1 (APIConnectionError): check the "
+                               "network or the base URL") and info.value.__cause__ is None
+    with pytest.raises(ModelError, match=r"^could not reach the OpenAI server \(APIConnectionError\)"):
+        call_api("openai", "gpt-x", fail(openai.APIConnectionError(request=request)))
+    with pytest.raises(ModelError, match="the model ID 'gpt-x' is retired"):
+        call_api("openai", "gpt-x", fail(sdk_error("openai", 404, {"error": {"message": "gone"}})))
+    with pytest.raises(KeyError):
+        call_api("openai", "gpt-x", fail(KeyError("a bug")))
+
+
+def test_make_client_builds_each_sdk_s_client_with_the_key_url_and_retries(monkeypatch):
+    import anthropic
+    import openai
+    client = make_client("anthropic", base_url="http://h:1", api_key="k1", max_retries=5)
+    assert type(client) is anthropic.Anthropic and (client.api_key, client.max_retries) == ("k1", 5)
+    assert str(client.base_url).rstrip("/") == "http://h:1"
+    client = make_client("openai", base_url="http://h:2/v1", api_key="k2", max_retries=4)
+    assert type(client) is openai.OpenAI and (client.api_key, client.max_retries) == ("k2", 4)
+    assert str(client.base_url).rstrip("/") == "http://h:2/v1"
+    monkeypatch.setenv("OPENAI_API_KEY", "k-env")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://env:3/v1")
+    client = make_client("openai", base_url=None, api_key=None, max_retries=0)
+    assert client.api_key == "k-env" and str(client.base_url).rstrip("/") == "http://env:3/v1"
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(ModelError) as info:
+        make_client("openai", base_url=None, api_key="", max_retries=0)
+    assert str(info.value) == ("OPENAI_API_KEY is not set: to run live, set it in the terminal (`export "
+                               "OPENAI_API_KEY=...`) before starting JupyterLab or `course`; without it the notebooks "
+                               "use the local stand-in server.")

@@ -806,7 +806,8 @@ def test_json_that_is_not_an_object_is_a_400(api, body, capfd):
 
 @pytest.mark.parametrize("escaped, said, at", [
     ("\\ud800", "no low surrogate in string", 17), ("\\udc00", "invalid high surrogate in string", 11),
-    ("\\ud83d\\u0041", "invalid low surrogate in string", 17), ("\\ud83d", "no low surrogate in string", 17)])
+    ("\\ud83d\\u0041", "invalid low surrogate in string", 17), ("\\ud83d", "no low surrogate in string", 17),
+    ("\\uDB00", "no low surrogate in string", 17), ("\\udb00", "no low surrogate in string", 17)])
 def test_half_an_emoji_in_an_anthropic_request_is_refused_as_the_real_api_does(escaped, said, at, capfd):
     body = '{"model": "' + escaped + '", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}'
     with StandInServer(["unused"]) as server:
@@ -859,3 +860,453 @@ def test_a_client_that_hangs_up_leaves_no_traceback(capfd):
         except ConnectionResetError:
             server._server.handle_error(None, ("127.0.0.1", 1))
     assert capfd.readouterr().err == ""
+
+
+# -- exact replies and rules, checked in-process through StandInServer.answer (no HTTP, no thread) -------------
+AUTH = {"authorization": "Bearer k"}
+
+
+def answer(server, api, body, headers=AUTH):
+    """(status, body, headers) of one request handed straight to the stand-in, as its HTTP handler does."""
+    return server.answer(api, body, headers)
+
+
+def test_each_api_s_plain_text_reply_exactly():
+    """The whole reply of a text turn with scripted usage, in each API's documented shape, fixed to the byte."""
+    usage = {"input_tokens": 7, "output_tokens": 3}
+    server = StandInServer([{"text": "hi", "usage": usage}] * 3)
+    _, anthropic_reply, _ = answer(server, "anthropic", VALID["anthropic"])
+    _, openai_reply, _ = answer(server, "openai", VALID["openai"])
+    _, ollama_reply, _ = answer(server, "ollama", VALID["ollama"])
+    assert anthropic_reply == {"id": "msg_standin_01", "type": "message", "role": "assistant", "model": "m",
+                               "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
+                               "stop_sequence": None, "usage": usage}
+    assert openai_reply == {"id": "chatcmpl-standin-02", "object": "chat.completion", "created": 0, "model": "m",
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
+                                         "finish_reason": "stop"}],
+                            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+    assert ollama_reply == {"model": "m", "created_at": "1970-01-01T00:00:00Z",
+                            "message": {"role": "assistant", "content": "hi"}, "done": True, "done_reason": "stop",
+                            "prompt_eval_count": 7, "eval_count": 3}
+
+
+def test_a_tool_call_without_args_is_sent_as_an_empty_object_in_each_api():
+    server = StandInServer([{"tool_calls": [{"name": "lookup"}]}] * 3)
+    assert answer(server, "anthropic", VALID["anthropic"])[1]["content"] == [
+        {"type": "tool_use", "id": "toolu_standin_01_1", "name": "lookup", "input": {}}]
+    assert answer(server, "openai", VALID["openai"])[1]["choices"][0]["message"]["tool_calls"] == [
+        {"id": "call_standin_02_1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}]
+    assert answer(server, "ollama", VALID["ollama"])[1]["message"]["tool_calls"] == [
+        {"function": {"name": "lookup", "arguments": {}}}]
+
+
+def test_openai_arguments_keep_korean_as_text_not_escapes():
+    server = StandInServer([{"tool_calls": [LOOKUP]}])
+    call = answer(server, "openai", VALID["openai"])[1]["choices"][0]["message"]["tool_calls"][0]
+    assert call["function"]["arguments"] == '{"topic": "단가"}'
+
+
+def test_ollama_sends_thinking_text_when_the_turn_has_some():
+    server = StandInServer([{"thinking": "Look it up first.", "text": "ok"}, {"thinking": "", "text": "ok"}])
+    assert answer(server, "ollama", VALID["ollama"])[1]["message"] == {
+        "role": "assistant", "content": "ok", "thinking": "Look it up first."}
+    assert answer(server, "ollama", VALID["ollama"])[1]["message"] == {"role": "assistant", "content": "ok"}
+
+
+def test_a_thinking_block_is_checked_against_the_block_issued_for_its_own_conversation():
+    """Blocks are remembered by their signature (redacted ones by their data): a block from another
+    conversation on the same server does not stand in for the one this conversation was given."""
+    for turn in ({"thinking": "", "tool_calls": [LOOKUP]}, {"redacted_thinking": True, "tool_calls": [LOOKUP]}):
+        server = StandInServer([turn, turn, "done"])
+        request = {"model": "m", "max_tokens": 64, "system": SYSTEM, "tools": TOOLS, "messages": [GOAL]}
+        _, first, _ = answer(server, "anthropic", request)
+        _, other, _ = answer(server, "anthropic", dict(request, system="Another conversation."))
+        assert first["content"][0] != other["content"][0]   # signed for their own request
+        results = [{"type": "tool_result", "tool_use_id": first["content"][1]["id"], "content": "개당 $24"}]
+        messages = [GOAL, {"role": "assistant", "content": first["content"]}, {"role": "user", "content": results}]
+        status, reply, _ = answer(server, "anthropic", dict(request, messages=messages))
+        assert (status, reply["content"]) == (200, [{"type": "text", "text": "done"}]), reply
+        assert server.problems == []
+
+
+def test_a_signature_depends_on_the_conversation_it_was_made_for():
+    turn = {"thinking": "same", "tool_calls": [LOOKUP]}
+    signatures = []
+    for system in ("One prompt.", "Another prompt."):
+        server = StandInServer([turn])
+        body = {"model": "m", "max_tokens": 64, "system": system, "tools": TOOLS, "messages": [GOAL]}
+        signatures.append(answer(server, "anthropic", body)[1]["content"][0]["signature"])
+    assert signatures[0] != signatures[1]
+
+
+def test_messages_inserted_before_a_thinking_turn_unbind_it():
+    server = StandInServer([{"thinking": "", "tool_calls": [LOOKUP]}, "unused"])
+    request = {"model": "m", "max_tokens": 64, "system": SYSTEM, "tools": TOOLS, "messages": [GOAL]}
+    _, first, _ = answer(server, "anthropic", request)
+    results = [{"type": "tool_result", "tool_use_id": first["content"][1]["id"], "content": "개당 $24"}]
+    messages = [GOAL, {"role": "assistant", "content": "Earlier."}, {"role": "user", "content": "And then?"},
+                {"role": "assistant", "content": first["content"]}, {"role": "user", "content": results}]
+    status, reply, _ = answer(server, "anthropic", dict(request, messages=messages))
+    assert status == 400 and reply["error"]["message"] == (
+        f"messages.3.content.0: {BOUND} `messages.1` differs from the one this block was created with.")
+
+
+def test_every_missing_tool_result_is_named():
+    two = {"role": "assistant", "content": USE["content"] + [dict(USE["content"][0], id="toolu_b")]}
+    message, _ = anthropic_400([GOAL, two, {"role": "user", "content": "no results"}])
+    assert "immediately after: toolu_a, toolu_b. Each `tool_use` block" in message
+
+
+def test_an_orphan_openai_tool_message_is_recorded_in_the_stand_in_s_words():
+    server = StandInServer(["unused"])
+    messages = [GOAL, {"role": "tool", "tool_call_id": "zz", "content": "x"}]
+    status, reply, _ = answer(server, "openai", {"model": "m", "messages": messages})
+    assert status == 400 and reply["error"]["param"] == "messages.[1].role"
+    assert "must be a response to a preceeding message with 'tool_calls'" in reply["error"]["message"]
+    assert server.problems == ["messages[1]: tool message for unknown tool_call_id 'zz'"]
+
+
+@pytest.mark.parametrize("key", ["anyOf", "oneOf", "allOf"])
+def test_openai_finds_an_array_without_items_inside_anyof_oneof_allof(key):
+    schema = {"type": "object", "properties": {"q": {key: [{"type": "string"}, {"type": "array"}]}}}
+    tools = [{"type": "function", "function": {"name": "find", "parameters": schema}}]
+    server = StandInServer(["unused"])
+    status, reply, _ = answer(server, "openai", dict(VALID["openai"], tools=tools))
+    assert status == 400 and reply["error"]["code"] == "invalid_function_parameters"
+    assert reply["error"]["message"] == (f"Invalid schema for function 'find': In context=('properties', 'q', "
+                                         f"'{key}', 1), array schema missing items.")
+
+
+def test_openai_takes_a_parameter_schema_without_a_type():
+    schema = {"type": "object", "properties": {"anything": {"description": "any JSON value"}}}
+    tools = [{"type": "function", "function": {"name": "find", "parameters": schema}}]
+    server = StandInServer(["fine"])
+    status, reply, _ = answer(server, "openai", dict(VALID["openai"], tools=tools))
+    assert status == 200 and server.problems == []
+
+
+def test_signatures_are_the_same_in_every_run_and_version():
+    """A notebook that prints a stand-in reply stays reproducible: the signed blocks of a fixed request are fixed
+    values (sha256 of the conversation, the request number, the block kind and its text). Change them only on
+    purpose."""
+    server = StandInServer([{"thinking": "Look it up.", "redacted_thinking": True, "text": "ok"}])
+    _, reply, _ = answer(server, "anthropic", {"model": "m", "max_tokens": 5, "messages": [{"role": "user",
+                                                                                              "content": "hi"}]})
+    assert reply["content"][:2] == [
+        {"type": "thinking", "thinking": "Look it up.", "signature": "JRVHy+d9XTVveKMZCfwyprDytDp7q3PPi8ovGqz34I/RyWWO"
+                                                                     "xYAQTf04usRPHL/2cq1hpMvxllDULefBCVx+pQ=="},
+        {"type": "redacted_thinking", "data": "J5tyfQwPpO1WqxWXd92UKXU4SbVbxJAx/lqNYnAwixo3Ma4pHxI86qwOxxtWtocu3kUpVkwU"
+                                              "gunN1vrPs9PevA=="}]
+
+
+def test_each_request_and_each_thought_gets_its_own_signature():
+    turn = {"thinking": "same", "redacted_thinking": True, "text": "ok"}
+    server = StandInServer([turn, turn])
+    first, second = (answer(server, "anthropic", VALID["anthropic"])[1]["content"] for _ in range(2))
+    assert first[0]["signature"] != second[0]["signature"] and first[1]["data"] != second[1]["data"]
+    texts = [answer(StandInServer([{"thinking": t}]), "anthropic", VALID["anthropic"])[1]["content"][0]
+             for t in ("a", "b")]
+    assert texts[0]["signature"] != texts[1]["signature"]
+
+
+def refused(server, api, body, headers=AUTH, status=400):
+    """The error body of a request the stand-in refuses, after checking its status and that no turn was used."""
+    before = server.remaining
+    got, reply, _ = answer(server, api, body, headers)
+    assert got == status and server.remaining == before, reply
+    return reply["error"]
+
+
+def test_streaming_is_refused_in_each_api_s_words():
+    server = StandInServer([])
+    assert refused(server, "anthropic", dict(VALID["anthropic"], stream=True)) == {
+        "type": "invalid_request_error", "message": "stream: the local stand-in server does not stream; send the "
+                                                    "request without `stream` (messages.create, not messages.stream)"}
+    assert refused(server, "openai", dict(VALID["openai"], stream=True)) == {
+        "message": "Unsupported value: 'stream' does not support true on the local stand-in server, which does not "
+                   "stream. Supported values are: false.", "type": "invalid_request_error", "param": "stream",
+        "code": "unsupported_value"}
+    assert refused(server, "ollama", dict(VALID["ollama"], stream=True)) == (
+        "the local stand-in server does not stream: send \"stream\": false (Ollama streams unless told not to)")
+    assert answer(StandInServer(["ok"]), "anthropic", dict(VALID["anthropic"], stream=False))[0] == 200
+
+
+def test_a_key_is_required_as_each_sdk_sends_it():
+    server = StandInServer(["a", "b", "c"])
+    assert refused(server, "anthropic", VALID["anthropic"], {}, 401)["message"] == (
+        "no API key was sent (x-api-key or Authorization: Bearer header)")
+    assert refused(server, "openai", VALID["openai"], {"x-api-key": "k"}, 401) == {
+        "message": "no API key was sent (Authorization: Bearer header)", "type": "invalid_request_error",
+        "param": None, "code": "invalid_api_key"}
+    assert refused(server, "openai", VALID["openai"], {"authorization": "Basic k"}, 401)["code"] == "invalid_api_key"
+    assert answer(server, "anthropic", VALID["anthropic"], {"x-api-key": "k"})[0] == 200
+    assert answer(server, "anthropic", VALID["anthropic"], {"authorization": "Bearer k"})[0] == 200
+    assert answer(server, "ollama", VALID["ollama"], {})[0] == 200   # Ollama takes no key
+    assert server.problems == ["no API key was sent (x-api-key or Authorization: Bearer header)",
+                               "no API key was sent (Authorization: Bearer header)",
+                               "no API key was sent (Authorization: Bearer header)"]
+
+
+@pytest.mark.parametrize("api, body, said", [
+    ("anthropic", {"max_tokens": 5, "messages": [GOAL]}, "the request needs a model name and a non-empty messages list"),
+    ("openai", {"model": "m", "messages": []}, "the request needs a model name and a non-empty messages list"),
+    ("openai", {"model": "m", "messages": "hi"}, "the request needs a model name and a non-empty messages list"),
+    ("anthropic", {"model": "m", "messages": [GOAL]}, "max_tokens is required"),
+    ("anthropic", {"model": "m", "max_tokens": "5", "messages": [GOAL]}, "max_tokens is required"),
+    ("anthropic", dict(VALID["anthropic"], temperature=0.5, thinking={"type": "enabled", "budget_tokens": 1024}),
+     "temperature cannot be combined with thinking"),
+    ("anthropic", {"model": "m", "max_tokens": 5, "messages": [GOAL, ["oops"]]},
+     "malformed request (AttributeError): every message and content block must be an object"),
+])
+def test_each_basic_rule_has_its_sentence(api, body, said):
+    server = StandInServer([])
+    error = refused(server, api, body)
+    assert error["message"] == said and server.problems == [said]
+
+
+def test_temperature_without_thinking_is_fine():
+    assert answer(StandInServer(["ok"]), "anthropic", dict(VALID["anthropic"], temperature=0.5))[0] == 200
+
+
+def test_a_script_that_ran_out_or_is_ruled_out_is_a_500_not_to_be_retried():
+    server = StandInServer([])
+    status, reply, headers = answer(server, "anthropic", VALID["anthropic"])
+    assert status == 500 and reply["error"] == {"type": "api_error", "message": (
+        "the stand-in's script ran out: it had 0 turn(s) and request 1 asked for another; add turns to the script")}
+    assert headers == {"request-id": "req_standin_01", "retry-after-ms": "10", "x-should-retry": "false"}
+    server = StandInServer([{"text": "168"}])
+    body = dict(VALID["openai"], tools=[{"type": "function", "function": {"name": "calc", "parameters": {}}}],
+                tool_choice="required")
+    status, reply, headers = answer(server, "openai", body)
+    assert status == 500 and reply["error"]["message"] == (
+        "turn 1 of the stand-in's script calls no tool, but tool_choice forces a tool call: script one")
+    assert reply["error"]["type"] == "server_error" and headers["x-should-retry"] == "false"
+    assert server.remaining == 0 and server.problems == []
+
+
+def test_unscripted_usage_is_a_token_per_four_characters():
+    body = VALID["anthropic"]
+    server = StandInServer(["a" * 40, ""])
+    usage = answer(server, "anthropic", body)[1]["usage"]
+    assert usage == {"input_tokens": len(json.dumps(body, ensure_ascii=False)) // 4,
+                     "output_tokens": len(json.dumps({"text": "a" * 40})) // 4}
+    assert answer(server, "anthropic", body)[1]["usage"]["output_tokens"] == 3   # '{"text": ""}' is 12 characters
+    assert answer(StandInServer(["단가" * 8]), "anthropic", body)[1]["usage"]["output_tokens"] == 7   # characters
+    assert answer(StandInServer([{}]), "anthropic", body)[1]["usage"]["output_tokens"] == 1   # at least one
+
+
+def test_a_forced_call_comes_without_the_scripted_text_and_auto_keeps_it():
+    tools = [{"name": "lookup", "input_schema": {"type": "object"}}]
+    turn = {"text": "Let me look.", "tool_calls": [LOOKUP]}
+    server = StandInServer([turn, turn])
+    forced = answer(server, "anthropic", dict(VALID["anthropic"], tools=tools, tool_choice={"type": "any"}))[1]
+    auto = answer(server, "anthropic", dict(VALID["anthropic"], tools=tools, tool_choice={"type": "auto"}))[1]
+    assert [b["type"] for b in forced["content"]] == ["tool_use"]
+    assert [b["type"] for b in auto["content"]] == ["text", "tool_use"]
+
+
+@pytest.mark.parametrize("status, retry", [(429, "10"), (500, "10"), (529, "10"), (503, None), (400, None)])
+def test_errors_the_sdks_retry_come_with_a_10_ms_hint(status, retry):
+    _, _, headers = answer(StandInServer([{"status": status}]), "anthropic", VALID["anthropic"])
+    assert headers.get("retry-after-ms") == retry and headers["request-id"] == "req_standin_01"
+
+
+def test_openai_error_code_defaults_only_when_neither_type_nor_code_is_scripted():
+    server = StandInServer([{"status": 429, "type": "tokens"}, {"status": 429, "code": "x"}, {"status": 503}])
+    assert answer(server, "openai", VALID["openai"])[1]["error"] == {
+        "message": "scripted error 429", "type": "tokens", "param": None, "code": None}
+    assert answer(server, "openai", VALID["openai"])[1]["error"]["type"] == "requests"
+    assert answer(server, "openai", VALID["openai"])[1]["error"] == {
+        "message": "scripted error 503", "type": "server_error", "param": None, "code": None}
+
+
+@pytest.mark.parametrize("turn, said", [
+    ({"txt": "hello"}, "turn 1 has unknown key(s) 'txt'; a turn may have blocks, done_reason, finish_reason, "
+                       "redacted_thinking, refusal, stop_reason, text, thinking, tool_calls, usage"),
+    ({"status": 429, "text": "x", "usage": {}}, "turn 1 has unknown key(s) 'text', 'usage'; a turn may have code, "
+                                                 "message, param, retry_after, status, type"),
+    (42, "turn 1 must be text or a dict, not int"),
+    ({"tool_calls": [{"name": "lookup", "arguments": {}}]},
+     "turn 1: each tool call is {\"name\": ..., \"args\": {...}}, not {'name': 'lookup', 'arguments': {}}"),
+    ({"tool_calls": [{"args": {}}]}, "turn 1: each tool call is {\"name\": ..., \"args\": {...}}, not {'args': {}}"),
+    ({"tool_calls": ["lookup"]}, "turn 1: each tool call is {\"name\": ..., \"args\": {...}}, not 'lookup'"),
+])
+def test_a_misspelt_turn_is_named_word_for_word(turn, said):
+    with pytest.raises(ValueError) as info:
+        StandInServer(["fine", turn])
+    assert str(info.value) == said
+
+
+def test_the_script_is_kept_as_given_and_counted():
+    turns = ["plain", {"text": "t", "tool_calls": [{"name": "lookup"}]}]
+    server = StandInServer(turns)
+    assert server.turns == [{"text": "plain"}, {"text": "t", "tool_calls": [{"name": "lookup"}]}]
+    assert server.turns[1] is not turns[1] and server.remaining == 2 and server.requests == []
+    answer(server, "anthropic", VALID["anthropic"])
+    assert server.remaining == 1 and server.requests == [{"api": "anthropic", "body": VALID["anthropic"]}]
+
+
+def test_the_url_of_a_server_that_is_not_running_is_an_error():
+    server = StandInServer([])
+    with pytest.raises(RuntimeError) as info:
+        server.url
+    assert str(info.value) == "the stand-in server is not running: use it in a `with` block"
+    with server:
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.url)
+    with pytest.raises(RuntimeError):
+        server.url   # stopped again
+    server.stop()   # stopping twice is harmless
+
+
+CALC_TOOL = {"name": "calc", "input_schema": {"type": "object"}}
+CALC_FUNCTION = {"type": "function", "function": {"name": "calc", "parameters": {"type": "object"}}}
+
+
+@pytest.mark.parametrize("extra, error", [
+    ({"tools": [CALC_TOOL], "tool_choice": {"type": "required"}},
+     "tool_choice: Input tag 'required' found using 'type' does not match any of the expected tags: 'auto', 'any', "
+     "'tool', 'none'"),
+    ({"tools": [CALC_TOOL], "tool_choice": "auto"},
+     "tool_choice: Input tag None found using 'type' does not match any of the expected tags: 'auto', 'any', "
+     "'tool', 'none'"),
+    ({"tools": [CALC_TOOL], "tool_choice": {"type": "tool"}}, "tool_choice.tool.name: Field required"),
+    ({"tools": [CALC_TOOL], "tool_choice": {"type": "tool", "name": "calc"}, "thinking": {"type": "enabled"}},
+     "Thinking may not be enabled when tool_choice forces tool use."),
+    ({"tools": [CALC_TOOL], "tool_choice": {"type": "any"}, "thinking": {"type": "adaptive"}},
+     "Thinking may not be enabled when tool_choice forces tool use."),
+    ({"tools": [CALC_TOOL], "tool_choice": {"type": "tool", "name": "lookup"}},
+     "tool_choice names the tool 'lookup', which is not among the tools sent"),
+    ({"tool_choice": {"type": "any"}}, "tool_choice forces a tool call, but no tools were sent"),
+])
+def test_anthropic_tool_choice_errors_word_for_word(extra, error):
+    assert refused(StandInServer([]), "anthropic", dict(VALID["anthropic"], **extra))["message"] == error
+
+
+@pytest.mark.parametrize("extra, error", [
+    ({"tool_choice": "auto"}, {"message": "Invalid value for 'tool_choice': 'tool_choice' is only allowed when "
+                                          "'tools' are specified.", "param": "tool_choice", "code": None}),
+    ({"tools": [CALC_FUNCTION], "tool_choice": "any"},
+     {"message": "Invalid value: 'any'. Supported values are: 'none', 'auto', and 'required'.",
+      "param": "tool_choice", "code": "invalid_value"}),
+    ({"tools": [CALC_FUNCTION], "tool_choice": 5},
+     {"message": "Invalid value: 5. Supported values are: 'none', 'auto', and 'required'.",
+      "param": "tool_choice", "code": "invalid_value"}),
+    ({"tools": [CALC_FUNCTION], "tool_choice": {"type": "function", "function": {"name": "lookup"}}},
+     {"message": "tool_choice names the tool 'lookup', which is not among the tools sent", "param": "tool_choice",
+      "code": None}),
+])
+def test_openai_tool_choice_errors_word_for_word(extra, error):
+    got = refused(StandInServer([]), "openai", dict(VALID["openai"], **extra))
+    assert got == {"type": "invalid_request_error", **error}
+
+
+@pytest.mark.parametrize("api, extra", [
+    ("anthropic", {"tools": [CALC_TOOL], "tool_choice": {"type": "any"}, "thinking": {"type": "disabled"}}),
+    ("anthropic", {"tools": [CALC_TOOL], "tool_choice": {"type": "tool", "name": "calc"}}),
+    ("anthropic", {"tools": [CALC_TOOL], "tool_choice": {"type": "auto"}, "thinking": {"type": "enabled"}}),
+    ("openai", {"tools": [CALC_FUNCTION], "tool_choice": {"type": "function", "function": {"name": "calc"}}}),
+    ("openai", {"tools": [CALC_FUNCTION], "tool_choice": "required"}),
+    ("ollama", {"tool_choice": "anything"}),   # /api/chat has no tool_choice: not checked
+])
+def test_a_valid_forced_choice_gets_its_call(api, extra):
+    server = StandInServer([{"tool_calls": [{"name": "calc", "args": {}}]}])
+    status, reply, _ = answer(server, api, dict(VALID[api], **extra))
+    assert status == 200 and server.problems == [] and "calc" in json.dumps(reply)
+
+
+@pytest.mark.parametrize("api, choice, turn, said", [
+    ("anthropic", {"type": "none"}, {"tool_calls": [{"name": "calc"}, {"name": "x"}]},
+     "calls 'calc', but tool_choice is none: script a text reply"),
+    ("openai", "none", {"tool_calls": [{"name": "calc"}]}, "calls 'calc', but tool_choice is none: script a text reply"),
+    ("anthropic", {"type": "tool", "name": "calc"}, {"tool_calls": [{"name": "calc"}, {"name": "x"}]},
+     "calls 'calc', but tool_choice forces 'calc': script that call"),
+    ("openai", {"type": "function", "function": {"name": "calc"}}, {"tool_calls": [{"name": "x"}]},
+     "calls 'x', but tool_choice forces 'calc': script that call"),
+])
+def test_a_scripted_turn_against_the_choice_is_named(api, choice, turn, said):
+    tools = {"anthropic": [CALC_TOOL, dict(CALC_TOOL, name="x")], "openai": [CALC_FUNCTION]}[api]
+    status, reply, _ = answer(StandInServer([turn]), api, dict(VALID[api], tools=tools, tool_choice=choice))
+    assert status == 500 and reply["error"]["message"] == f"turn 1 of the stand-in's script {said}"
+
+
+def test_a_choice_of_none_with_a_text_turn_and_a_scripted_error_under_a_forced_choice_pass():
+    server = StandInServer(["fine", {"status": 429}])
+    body = dict(VALID["anthropic"], tools=[CALC_TOOL], tool_choice={"type": "none"})
+    assert answer(server, "anthropic", body)[0] == 200
+    assert answer(server, "anthropic", dict(body, tool_choice={"type": "any"}))[0] == 429
+
+
+@pytest.mark.parametrize("messages, said", [
+    ([{"role": "assistant", "content": "hi"}, GOAL], "messages[0]: roles must alternate user/assistant, starting with user"),
+    ([GOAL, GOAL], "messages[1]: roles must alternate user/assistant, starting with user"),
+])
+def test_anthropic_roles_must_alternate(messages, said):
+    message, problem = anthropic_400(messages)
+    assert message == problem == said
+
+
+def test_a_tool_result_given_twice_is_refused_in_the_stand_in_s_words():
+    message, problem = anthropic_400([GOAL, USE, {"role": "user", "content": [RESULT, RESULT]}])
+    assert message == problem == ("messages[2]: the tool_use ids ['toolu_a'] need exactly one tool_result each in "
+                                  "the next user message, got ['toolu_a', 'toolu_a']")
+
+
+def test_anthropic_tool_rules_name_the_tool_s_index_and_skip_server_tools():
+    web = {"type": "web_search_20250305", "name": "web search"}   # a server tool: not a custom tool's name
+    message, _ = anthropic_400([GOAL], tools=[web, CALC_TOOL, dict(CALC_TOOL, input_schema="object")])
+    assert message == "tools.2.custom.input_schema: Input should be a valid dictionary"
+    message, _ = anthropic_400([GOAL], tools=[dict(CALC_TOOL, type="custom", name=5)])
+    assert message == "tools.0.custom.name: String should match pattern '^[a-zA-Z0-9_-]{1,128}$'"
+    assert answer(StandInServer(["ok"]), "anthropic", dict(VALID["anthropic"], tools=[web, CALC_TOOL]))[0] == 200
+
+
+def test_a_forged_thinking_block_after_a_text_block_is_still_found():
+    forged = {"type": "thinking", "thinking": "hm", "signature": "c2lnbmF0dXJl"}
+    messages = [GOAL, {"role": "assistant", "content": [{"type": "text", "text": "Hi."}, forged]},
+                {"role": "user", "content": "More?"}]
+    error = refused(StandInServer(["unused"]), "anthropic", dict(VALID["anthropic"], messages=messages))
+    assert error["message"] == "messages.1.content.1: Invalid `signature` in `thinking` block"
+
+
+def test_the_count_of_missing_tool_results_is_the_uses_before_the_first_other_block():
+    two = {"role": "assistant", "content": USE["content"] + [dict(USE["content"][0], id="toolu_b")]}
+    later = dict(RESULT, tool_use_id="toolu_b")
+    message, _ = anthropic_400([GOAL, two, {"role": "user", "content": [RESULT, {"type": "text", "text": "x"},
+                                                                        later]}])
+    assert message.startswith("messages.2: Did not find 1 `tool_result` block(s) at the beginning of this message.")
+
+
+def test_a_thinking_block_stays_bound_when_the_sdk_reorders_the_keys_of_earlier_messages():
+    server = StandInServer([{"thinking": "", "tool_calls": [LOOKUP]}, "ok"])
+    request = {"model": "m", "max_tokens": 64, "system": SYSTEM, "tools": TOOLS, "messages": [GOAL]}
+    _, first, _ = answer(server, "anthropic", request)
+    results = [{"type": "tool_result", "tool_use_id": first["content"][1]["id"], "content": "개당 $24"}]
+    goal = {"content": GOAL["content"], "role": "user"}   # the same message, its keys in another order
+    messages = [goal, {"role": "assistant", "content": first["content"]}, {"role": "user", "content": results}]
+    status, reply, _ = answer(server, "anthropic", dict(request, messages=messages))
+    assert (status, server.problems) == (200, []), reply
+
+
+def test_errors_outside_a_request_have_no_request_id_and_a_scripted_retry_after_is_kept():
+    from course_lib.standin import _error
+    assert _error("anthropic", 413, "too big") == (413, {"type": "error", "error": {
+        "type": "request_too_large", "message": "too big"}}, {})
+    _, _, headers = answer(StandInServer([{"status": 429, "retry_after": 2}]), "anthropic", VALID["anthropic"])
+    assert headers == {"request-id": "req_standin_01", "retry-after": "2"}
+
+
+def test_unanswered_openai_tool_calls_are_listed_in_the_reply_and_placed_in_problems():
+    calls = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": i, "type": "function", "function": {"name": "lookup", "arguments": "{}"}} for i in ("c1", "c2")]}
+    said = ("An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+            "'tool_call_id'. The following tool_call_ids did not have response messages: c1, c2")
+    server = StandInServer([])
+    assert refused(server, "openai", dict(VALID["openai"], messages=[GOAL, calls, GOAL]))["message"] == said
+    assert refused(server, "openai", dict(VALID["openai"], messages=[GOAL, calls]))["message"] == said
+    assert server.problems == ["messages[2]: tool calls ['c1', 'c2'] were not answered by role 'tool' messages",
+                               "the last tool calls ['c1', 'c2'] were not answered by role 'tool' messages"]
+
+
+def test_an_anthropic_refusal_s_stop_details_exactly():
+    _, reply, _ = answer(StandInServer([{"refusal": "Declined."}]), "anthropic", VALID["anthropic"])
+    assert reply["stop_details"] == {"type": "refusal", "category": None, "explanation": "Declined."}

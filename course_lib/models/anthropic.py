@@ -114,9 +114,10 @@ class AnthropicModel:
     """Claude through the Messages API. ``AnthropicModel()`` reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
 
     ``thinking``: None (default: the model decides; Claude Haiku 5.5 thinks adaptively and leaves the text
-    out), ``"adaptive"``, ``"summarized"`` (adaptive, with a summary of the thinking returned) or
-    ``"disabled"``; or COURSE_ANTHROPIC_THINKING. ``effort``: None (the model's default), or one of
-    ``low``, ``medium``, ``high``, ``xhigh``, ``max``; or COURSE_ANTHROPIC_EFFORT."""
+    out), ``"adaptive"``, ``"summarized"`` (adaptive, with a summary of the thinking returned),
+    ``"disabled"``, or a dict, sent as the request's ``thinking`` as it is; or COURSE_ANTHROPIC_THINKING.
+    ``effort``: None (the model's default), or one of ``low``, ``medium``, ``high``, ``xhigh``, ``max``; or
+    COURSE_ANTHROPIC_EFFORT."""
 
     def __init__(self, model: str | None = None, *, client=None, base_url: str | None = None,
                  api_key: str | None = None, max_tokens: int = DEFAULT_MAX_TOKENS, native_tools: bool = True,
@@ -144,7 +145,8 @@ class AnthropicModel:
         if tool_choice is not None:
             request["tool_choice"] = choice_to_anthropic(checked_choice(tool_choice, tools))
         if self.thinking is not None:
-            request["thinking"] = THINKING.get(self.thinking, self.thinking)
+            # a named setting, or a dict sent as it is (a dict cannot be a key: THINKING.get would raise)
+            request["thinking"] = self.thinking if isinstance(self.thinking, dict) else THINKING[self.thinking]
         if self.effort is not None:
             request["output_config"] = {"effort": self.effort}
         return scrub(request)   # half an emoji cannot be sent as UTF-8: it becomes U+FFFD

@@ -188,4 +188,4 @@ def ask(model, messages: list[dict], tools=None) -> Reply:
     """One call of any model: an object with ``complete(messages, tools)`` or a function ``f(messages)``."""
     complete = getattr(model, "complete", None)
     raw = complete(messages, tools) if complete else model(messages)
-    return raw if type(raw) is Reply else Reply.coerce(raw)   # the common case skips coerce's checks
+    return Reply.coerce(raw)   # a Reply comes back as it is

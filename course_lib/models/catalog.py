@@ -259,5 +259,5 @@ def deprecation(provider: str, model: str) -> str | None:
 
 def _sdk_style(day: date) -> str:
     """A date as the anthropic SDK writes it, 'November 30th, 2026', so the course's own dates read the same."""
-    suffix = "th" if 10 < day.day < 14 else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th")
+    suffix = "th" if day.day in (11, 12, 13) else {1: "st", 2: "nd", 3: "rd"}.get(day.day % 10, "th")
     return f"{day:%B} {day.day}{suffix}, {day.year}"

@@ -20,7 +20,7 @@ from .base import ContextFullError, ModelError
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 URL_VARS = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
 NAMES = {"anthropic": "Anthropic", "openai": "OpenAI", "ollama": "Ollama"}
-_KEYISH = re.compile(r"\b(sk-[A-Za-z0-9_*-]{6,}|[A-Za-z0-9_-]{32,})")   # key-like tokens, masked in messages
+_KEYISH = re.compile(r"\b(?:sk-[A-Za-z0-9_*-]{6,}|[A-Za-z0-9_-]{32,})")   # key-like tokens, masked in messages
 
 
 class MissingKeyError(ModelError):
@@ -28,7 +28,7 @@ class MissingKeyError(ModelError):
 
 
 def require_key(provider: str, api_key: str | None) -> str:
-    key = api_key or os.environ.get(KEY_VARS[provider], "")
+    key = api_key or os.environ.get(KEY_VARS[provider])
     if not key:
         raise MissingKeyError(
             f"{KEY_VARS[provider]} is not set: to run live, set it in the terminal (`export "
@@ -38,9 +38,10 @@ def require_key(provider: str, api_key: str | None) -> str:
 
 
 def make_client(provider: str, *, base_url: str | None, api_key: str | None, max_retries: int):
-    """An SDK client; base_url and key default to the standard environment variables."""
+    """An SDK client; base_url and key default to the standard environment variables (the SDK reads the
+    base URL variable itself when given None)."""
     key = require_key(provider, api_key)
-    base_url = base_url or os.environ.get(URL_VARS[provider]) or None
+    base_url = base_url or None
     if provider == "anthropic":
         import anthropic
         return anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=max_retries)
@@ -61,7 +62,7 @@ def call_api(provider: str, model: str, send, base_url: str = ""):
 
 def _error_fields(error) -> tuple[str, str, str]:
     """(message, type, code) from an SDK error's body: a provider's error object, or Ollama's plain string."""
-    body = getattr(error, "body", None)
+    body = error.body
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict):
@@ -70,7 +71,7 @@ def _error_fields(error) -> tuple[str, str, str]:
             return inner, "", ""
     if isinstance(body, str):
         return body, "", ""
-    return str(getattr(error, "message", "") or ""), "", ""
+    return str(error.message or ""), "", ""   # no JSON body: the SDK's own "Error code: ..." text
 
 
 def _quote(message: str, request_id: str | None, limit: int = 300) -> str:
@@ -99,7 +100,7 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
         return None
     status = error.status_code
     message, kind, code = _error_fields(error)
-    said = _quote(message, getattr(error, "request_id", None))
+    said = _quote(message, error.request_id)   # every SDK status error has one (None when not sent)
     low = f"{message} {kind} {code}".lower()
     key_var, model_var = KEY_VARS.get(provider, "the API key"), f"COURSE_{provider.upper()}_MODEL"
     if status == 413 or kind == "request_too_large":
@@ -121,7 +122,7 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
         v1 = ", which for OpenAI ends in /v1" if provider == "openai" else ""
         text = (f"{name} answered 404 not found: either the model ID '{model}' is retired or misspelt "
                 f"(set {model_var} to a current one; `course doctor` checks it) or the base URL is wrong "
-                f"(check base_url= or {URL_VARS.get(provider, 'the base URL')}{v1})")
+                f"(check base_url= or {URL_VARS[provider]}{v1})")
     elif status == 400:
         text = f"{name} rejected the request (400 bad request)"
     elif status == 429:
