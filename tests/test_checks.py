@@ -47,6 +47,16 @@ def forever(x):
 RELEASE = threading.Event()   # set when a test is over, so its stubborn loops do not burn CPU for the rest
 
 
+def guarded_event() -> threading.Event:
+    """An event a case can block on; set after HANG_GUARD seconds at the latest, so that a check that fails to
+    give the case up cannot hang the test run (a hang guard only)."""
+    event = threading.Event()
+    timer = threading.Timer(HANG_GUARD, event.set)
+    timer.daemon = True
+    timer.start()
+    return event
+
+
 def stubborn(x):
     """An endless loop that swallows every exception, the time limit's included (if it were one)."""
     while not RELEASE.is_set():
@@ -159,6 +169,10 @@ def test_an_endless_loop_gives_up_says_so_is_stopped_and_the_rest_is_not_run(toy
 
 def test_except_base_exception_cannot_catch_the_time_limit(toy_exercise, monkeypatch):
     monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    RELEASE.clear()   # the test may run twice in one process (mutmut does): the loop must really loop again
+    guard = threading.Timer(HANG_GUARD, RELEASE.set)   # a hang guard only
+    guard.daemon = True
+    guard.start()
     start = time.monotonic()
     try:
         result = check("00.1", stubborn, quiet=True)
@@ -171,12 +185,17 @@ def test_except_base_exception_cannot_catch_the_time_limit(toy_exercise, monkeyp
 
 def test_code_that_cannot_be_stopped_is_left_behind_and_the_hint_says_so(toy_exercise, monkeypatch):
     monkeypatch.setattr(checks, "CASE_SECONDS", 1)
-    release = threading.Event()
+    release = guarded_event()
     result = check("00.1", lambda x: release.wait(), quiet=True)   # blocked in C: no exception reaches it
     release.set()
     assert result.cases[0].got.startswith("gave up after 1 s")
-    assert "restart the kernel" in result.cases[0].hint
+    assert result.cases[0].hint == ("your code was still running after 1 s, and it may go on running in the "
+                                    "background (restart the kernel if the notebook gets slow): look for a loop "
+                                    "that never ends. For this case: multiply by two")
     assert [c.got for c in result.cases[1:]] == ["not run: an earlier case did not finish"] * 2
+    assert [(c.label, c.ok, c.expected, c.hint) for c in result.cases[1:]] == [
+        (label, False, expected, "fix the loop that never ends first (see above), then run this check again")
+        for label, expected in [("text is refused", "raises TypeError"), ("result is an int", "an int")]]
 
 
 def test_the_time_limit_works_when_check_is_called_from_a_worker_thread(toy_exercise, monkeypatch):
@@ -224,7 +243,7 @@ def test_folder_and_environment_are_put_back_after_a_case_that_did_not_finish(mo
     monkeypatch.setattr(checks, "CASE_SECONDS", 1)
     monkeypatch.delenv("COURSE_CHECK_TEST", raising=False)
     before = os.getcwd()
-    release = threading.Event()
+    release = guarded_event()
     result = run_cases("00.3", release.wait)
     release.set()
     assert result.cases[0].got.startswith("gave up") and os.getcwd() == before
@@ -408,10 +427,12 @@ def test_stop_in_a_jupyter_kernel_interrupts_a_check_and_the_kernel_carries_on()
     (29.9, 4.9, False),
     (30.0, 4.9, True),    # at the latest after WALL_FACTOR × CASE_SECONDS
     (5.0, None, True),    # no per-thread clock on this platform: the wall clock decides
+    (10.0, 1.0, False),   # exactly a tenth of the time on the processor: busy, not idle
 ])
 def test_a_case_is_given_up_by_its_own_processor_time_not_the_clock(monkeypatch, wall, cpu, gives_up):
-    monkeypatch.setattr(checks, "_cpu_time", lambda thread: cpu)
-    assert checks._out_of_time(threading.current_thread(), wall, 5) is gives_up
+    me = threading.current_thread()
+    monkeypatch.setattr(checks, "_cpu_time", lambda thread: cpu if thread is me else pytest.fail("another thread"))
+    assert checks._out_of_time(me, wall, 5) is gives_up
 
 
 def test_the_case_thread_processor_clock_is_read_where_the_platform_has_one():
@@ -459,6 +480,496 @@ def test_in_a_notebook_check_shows_html_beside_the_text_table(toy_exercise, monk
     import IPython
     import IPython.display
     monkeypatch.setattr(IPython, "get_ipython", lambda: ZMQInteractiveShell())
-    monkeypatch.setattr(IPython.display, "display", lambda data, raw: shown.append(data))
+    monkeypatch.setattr(IPython.display, "display", lambda data, raw: shown.append(data) if raw is True else None)
     check("00.1", lambda x: 4)
     assert shown and shown[0]["text/plain"].startswith("Exercise 00.1") and "<table" in shown[0]["text/html"]
+
+
+# ---------------------------------------------------------------- pinned details of the table and the verdicts
+def _spec(monkeypatch, *cases, title="pinned"):
+    """Register exercise "00.9" with these cases only."""
+    spec = Exercise(title, list(cases))
+    monkeypatch.setattr(checks, "exercise", lambda exercise_id: {"00.9": spec}[exercise_id])
+    return spec
+
+
+def test_a_test_function_that_itself_raises_fails_the_case_not_passes_it(monkeypatch):
+    """A `test=` that crashes on the learner's value (None has no len) is a ✗ with the case's hint, never a ✓."""
+    _spec(monkeypatch, Case("a list of three", lambda f: f(), test=lambda got: len(got) == 3, hint="return a list"))
+    result = run_cases("00.9", lambda: None)
+    row = result.cases[0]
+    assert row.ok is False and not result.passed
+    assert (row.expected, row.got, row.hint) == ("passes the test", "None", "return a list")
+
+
+def test_what_a_case_expects_is_shown_in_its_own_words(monkeypatch):
+    _spec(monkeypatch,
+          Case("refuses", lambda f: f(), raises=ValueError, hint="h1"),
+          Case("decided by a test", lambda f: f(), test=lambda got: True, hint="h2"),
+          Case("decided by a test, described", lambda f: f(), test=lambda got: True, shows="a short list", hint="h3"),
+          Case("a value", lambda f: f(), expected="단가", hint="h4"))
+    rows = run_cases("00.9", lambda: "단가").cases
+    assert [r.expected for r in rows] == ["raises ValueError", "passes the test", "a short list", "'단가'"]
+    assert [r.ok for r in rows] == [False, True, True, True] and rows[0].ok is False
+    assert rows[0].got == "'단가'" and rows[0].hint == "h1"   # returned instead of raising
+    assert [r.hint for r in rows[1:]] == ["", "", ""]   # no hint under a passing row
+
+
+def test_an_exception_of_another_kind_or_a_subclass(monkeypatch):
+    """`raises=` accepts the named exception and its subclasses, nothing else; the message is kept on one line."""
+    _spec(monkeypatch, Case("lookup error", lambda f: f(), raises=LookupError, hint="raise LookupError"))
+
+    def key_error():
+        raise KeyError("k")
+
+    def value_error():
+        raise ValueError("two\n   lines")
+    assert run_cases("00.9", key_error).cases[0].ok is True
+    assert run_cases("00.9", key_error).cases[0].hint == ""   # a pass shows no hint
+    row = run_cases("00.9", value_error).cases[0]
+    assert (row.ok, row.got, row.hint) == (False, "raised ValueError: two lines", "raise LookupError")
+
+
+def test_long_values_and_long_errors_are_cut_at_their_limits(monkeypatch):
+    """Values are cut to 40 characters and error lines to 70, each ending in … when cut, untouched at the limit."""
+    at_value, over_value = "v" * 38, "v" * 39          # repr adds two quotes: 40 and 41 characters
+    at_error = "e" * (70 - len("raised ValueError: "))
+    _spec(monkeypatch, Case("value", lambda f: f("value"), expected=0, hint="h"),
+          Case("error", lambda f: f("error"), expected=0, hint="h"))
+
+    def answer(size):
+        def run(kind):
+            text = {"at": {"value": at_value, "error": at_error},
+                    "over": {"value": over_value, "error": at_error + "e"}}[size][kind]
+            if kind == "error":
+                raise ValueError(text)
+            return text
+        return run
+    at, over = run_cases("00.9", answer("at")).cases, run_cases("00.9", answer("over")).cases
+    assert at[0].got == repr(at_value) and len(at[0].got) == 40
+    assert over[0].got == "'" + "v" * 38 + "…" and len(over[0].got) == 40
+    assert at[1].got == "raised ValueError: " + at_error and len(at[1].got) == 70
+    assert over[1].got == ("raised ValueError: " + at_error)[:69] + "…" and len(over[1].got) == 70
+    assert checks._short(Exception, 10) == "<class 'E…" and checks._short("a\n b") == "'a\\n b'"
+
+
+def test_a_value_whose_text_spans_lines_is_shown_on_one_line():
+    class Tall:
+        def __repr__(self):
+            return "Tall(\n    a=1,\n    b=2)"
+    assert checks._short(Tall()) == "Tall( a=1, b=2)"
+
+
+def test_a_stub_deep_in_a_helper_is_named_by_its_function(monkeypatch):
+    _spec(monkeypatch, Case("one", lambda f: f(1), expected=1, hint="h"))
+
+    def write_me_first(x):
+        raise NotImplementedError
+
+    def answer(x):
+        return write_me_first(x) + 1
+    result = run_cases("00.9", answer)
+    assert result.not_implemented and result.stub == "write_me_first" and result.cases == []
+
+
+def test_a_failing_or_empty_table_never_says_well_done_nor_mentions_the_hidden_tests():
+    failing = CheckResult("03.2", "t", [checks.CaseResult("a", True, "1", "1"),
+                                        checks.CaseResult("b", False, "2", "3", "look at b")])
+    text = render(failing)
+    assert text.splitlines()[-1] == "  1/2 passed"
+    assert "well done" not in text and "All visible" not in text
+    assert "well done" not in checks.render_html(failing) and "course check" not in checks.render_html(failing)
+    assert "var(--jp-error-color1, #c62828)'>1/2 passed</b>" in checks.render_html(failing)
+    empty = CheckResult("03.2", "t", [])
+    assert not empty.passed and render(empty).splitlines()[-1] == "  0/0 passed"
+
+
+def test_the_whole_text_table_with_korean_and_fullwidth_text_lines_up_by_screen_columns():
+    """Korean (and other wide) characters take two columns: the padding counts them twice, not once."""
+    result = CheckResult("01.2", "메모", [checks.CaseResult("메모.txt 읽기", False, "'단가'", "'x'", "h"),
+                                        checks.CaseResult("ascii", True, "1", "1"),
+                                        checks.CaseResult("ＡＢ", True, "2", "2")])
+    assert render(result).splitlines() == [
+        "Exercise 01.2 · 메모",
+        "     case           expected  got",
+        "  ✗  메모.txt 읽기  '단가'    'x'",
+        "     hint: h",
+        "  ✓  ascii          1         1",
+        "  ✓  ＡＢ           2         2",
+        "  2/3 passed"]
+    assert [checks._width(t) for t in ("", "ab", "메모", "ＡＢ", "…")] == [0, 2, 4, 4, 1]
+    assert checks._pad("메", 5) == "메   "
+
+
+def test_a_table_without_a_title_or_with_an_error_or_a_stub_says_so_in_two_lines():
+    assert render(CheckResult("02.1", cases=[checks.CaseResult("a", True, "1", "1")])).splitlines()[0] == \
+        "Exercise 02.1"
+    assert render(CheckResult("02.1", "t", error="it broke")) == "Exercise 02.1 · t\n  ✗ it broke"
+    stub = CheckResult("02.1", "t", not_implemented=True, stub="arg_docs")
+    assert render(stub) == ("Exercise 02.1 · t\n  … not implemented yet: `arg_docs`, which this check calls, still "
+                            "raises NotImplementedError: write it (it may belong to an earlier exercise), then run "
+                            "this cell again.")
+    assert render(CheckResult("02.1", "t", not_implemented=True)) == (
+        "Exercise 02.1 · t\n  … not implemented yet: replace `raise NotImplementedError` with your code, then run "
+        "this cell again.")
+    assert checks.render_html(stub) == f"<pre>{render(stub)}</pre>"
+    assert checks.render_html(CheckResult("02.1", "<t>", error="a < b")) == \
+        "<pre>Exercise 02.1 · &lt;t&gt;\n  ✗ a &lt; b</pre>"
+
+
+def test_the_html_table_escapes_the_learners_text_and_colours_a_pass_green():
+    passed = CheckResult("05.1", "<b>t</b>", [checks.CaseResult("<l>", True, "'<e>'", "'<g>'")])
+    html = checks.render_html(passed)
+    assert html.startswith("<div><b>Exercise 05.1</b> · &lt;b&gt;t&lt;/b&gt; — "
+                           "<b style='color:var(--jp-success-color1, #2e7d32)'>1/1 passed</b> ✓ well done<table")
+    assert "&lt;l&gt;" in html and "<code>&#x27;&lt;e&gt;&#x27;</code>" in html and "<l>" not in html
+    assert "<tr style='border-left:4px solid transparent'><td>✓</td>" in html
+    assert html.endswith("</table><br>All visible cases pass. <code>course check 05</code> also runs hidden tests "
+                         "on other data.</div>")
+    assert "hint:" not in html
+    no_title = checks.render_html(CheckResult("05.1", "", [checks.CaseResult("l", False, "1", "2", "a < b")]))
+    assert no_title.startswith("<div><b>Exercise 05.1</b> — ")
+    assert ("<td colspan='3' style='text-align:left'><i>hint: a &lt; b</i></td></tr>") in no_title
+    assert no_title.endswith("</table></div>")
+
+
+def test_passed_needs_cases_all_ok_no_error_and_no_stub():
+    ok = [checks.CaseResult("a", True, "1", "1")]
+    assert CheckResult("x", cases=ok).passed
+    assert not CheckResult("x", cases=[]).passed
+    assert not CheckResult("x", cases=ok, error="e").passed
+    assert not CheckResult("x", cases=ok, not_implemented=True).passed
+    assert not CheckResult("x", cases=ok + [checks.CaseResult("b", False, "1", "2")]).passed
+    assert repr(CheckResult("x", not_implemented=True)) == "CheckResult('x', not implemented)"
+    assert repr(CheckResult("x", cases=ok + [checks.CaseResult("b", False, "1", "2")])) == \
+        "CheckResult('x', 1/2 cases passed)"
+
+
+def test_summary_gives_the_grader_every_result_of_this_kernel(monkeypatch):
+    monkeypatch.setattr(checks, "RESULTS", {})
+    checks.RESULTS["01.1"] = CheckResult("01.1", cases=[checks.CaseResult("a", True, "1", "1"),
+                                                        checks.CaseResult("b", False, "1", "2")])
+    checks.RESULTS["01.2"] = CheckResult("01.2", not_implemented=True)
+    checks.RESULTS["01.3"] = CheckResult("01.3", error="no such exercise")
+    assert json.loads(checks.summary()) == {
+        "01.1": {"passed": False, "not_implemented": False, "passed_cases": 1, "cases": 2, "error": None},
+        "01.2": {"passed": False, "not_implemented": True, "passed_cases": 0, "cases": 0, "error": None},
+        "01.3": {"passed": False, "not_implemented": False, "passed_cases": 0, "cases": 0, "error": "no such exercise"}}
+
+
+def test_only_string_ids_are_kept_in_results_and_quiet_prints_nothing(toy_exercise, capsys, monkeypatch):
+    monkeypatch.setattr(checks, "RESULTS", {})
+    check(None, double)   # not an id: an error row, nothing kept
+    assert checks.RESULTS == {} and "✗ there is no exercise None" in capsys.readouterr().out
+    result = check("00.1", double, quiet=True)
+    assert checks.RESULTS == {"00.1": result} and capsys.readouterr().out == ""
+
+
+def test_a_table_that_cannot_be_shown_does_not_crash_the_check(toy_exercise, monkeypatch):
+    def broken(result):
+        raise UnicodeEncodeError("ascii", "✓", 0, 1, "no such character here")
+    monkeypatch.setattr(checks, "render", broken)
+    assert check("00.1", double).passed
+
+
+def test_a_check_that_cannot_run_says_why_instead_of_raising(monkeypatch):
+    def broken(exercise_id):
+        raise RuntimeError("stage file is broken")
+    monkeypatch.setattr(checks, "exercise", broken)
+    result = run_cases("00.9", double)
+    assert result.error == "the check could not run: RuntimeError: stage file is broken" and result.cases == []
+
+    class Cases:
+        def __iter__(self):
+            raise OSError("cases unreadable")
+    monkeypatch.setattr(checks, "exercise", lambda exercise_id: Exercise("t", Cases()))
+    result = run_cases("00.9", double)
+    assert result.error == "the check could not run: OSError: cases unreadable" and result.cases == []
+    assert result.title == "t" and not result.passed
+    for bad in ("01", "01.99", "zz.1"):   # KeyError, and no such stage module
+        monkeypatch.undo()
+        assert run_cases(bad, double).error.startswith(f"there is no exercise {bad!r} in the course_lib imported")
+
+
+def test_differences_in_dicts_name_the_key_and_in_lists_the_item():
+    diff = checks._difference
+    assert diff({"a": 1}, {"a": 1, "b": 2}) == "(first difference: unexpected key 'b')"
+    assert diff({"a": 1, "b": 2}, {"a": 1, "b": 3}) == "(first difference: at key 'b', expected 2, got 3)"
+    assert diff({"a": 1}, ["a"]) == "" and diff(["a"], {"a": 1}) == ""   # not both dicts: no key to name
+    assert diff({"a": 1}, {"a": 1}) == "" and diff([1], [1]) == "" and diff(1, 2) == "" and diff({}, []) == ""
+    long = "x" * 100
+    assert diff(["y"], [long]) == f"(first difference: at item 0, expected 'y', got '{'x' * 78}…)"
+    assert diff([long], ["y"]) == f"(first difference: at item 0, expected '{'x' * 78}…, got 'y')"
+    assert diff(["y"], ["y", long]) == f"(expected 1 items, got 2; first unexpected item: '{'x' * 78}…)"
+    assert diff({"k": long}, {"k": 1}) == f"(first difference: at key 'k', expected '{'x' * 38}…, got 1)"
+
+
+def test_a_failing_row_s_hint_is_the_case_hint_then_the_difference(monkeypatch):
+    _spec(monkeypatch, Case("list", lambda f: f(), expected=[1, 2], hint="count again"))
+    assert run_cases("00.9", lambda: [1, 3]).cases[0].hint == \
+        "count again (first difference: at item 1, expected 2, got 3)"
+    _spec(monkeypatch, Case("list", lambda f: f(), expected=[1, 2]))
+    assert run_cases("00.9", lambda: [1, 3]).cases[0].hint == "(first difference: at item 1, expected 2, got 3)"
+    assert run_cases("00.9", lambda: 5).cases[0].hint == ""   # no hint given, no difference to show
+
+
+def test_restore_puts_back_the_folder_the_environment_and_os_replace(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESTORE_KEPT", "same")
+    monkeypatch.setenv("COURSE_RESTORE_CHANGED", "before")
+    monkeypatch.delenv("COURSE_RESTORE_ADDED", raising=False)
+    state = checks._process_state()
+    folder, replace = os.getcwd(), os.replace
+    try:
+        os.chdir(tmp_path)
+        os.environ["COURSE_RESTORE_CHANGED"] = "after"
+        os.environ["COURSE_RESTORE_ADDED"] = "new"
+        del os.environ["COURSE_RESTORE_KEPT"]
+        os.replace = lambda *a: None
+        checks._restore(state)
+        assert os.getcwd() == folder and os.replace is replace
+        assert os.environ["COURSE_RESTORE_CHANGED"] == "before" and os.environ["COURSE_RESTORE_KEPT"] == "same"
+        assert "COURSE_RESTORE_ADDED" not in os.environ
+        os.chdir(tmp_path)
+        checks._restore((str(tmp_path / "gone"), dict(os.environ), replace))   # a folder that is gone: no crash
+        assert os.getcwd() == str(tmp_path)
+    finally:
+        os.chdir(folder)
+        os.replace = replace
+
+
+def test_without_a_thread_the_case_runs_here_without_a_limit(monkeypatch):
+    class NoThreads(threading.Thread):
+        def start(self):
+            raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(checks.threading, "Thread", NoThreads)
+    row, finished, stopped = checks._run_case(Case("one", lambda f: f(2), expected=4, hint="h"), double, 5)
+    assert (row.ok, row.got, finished, stopped) == (True, "4", True, True)
+
+
+def test_a_case_that_waits_is_given_up_after_its_own_seconds_with_that_number_in_the_message(monkeypatch):
+    monkeypatch.setattr(checks, "STOP_SECONDS", 0.1)   # it cannot be stopped anyway: do not try for long
+    release = guarded_event()
+    try:
+        row, finished, stopped = checks._run_case(Case("waits", lambda f: f(), expected=1, hint="look at c"),
+                                                  release.wait, 0.3)
+    finally:
+        release.set()
+    assert not finished and row.ok is False and row.expected == "1" and row.label == "waits"
+    assert row.got == "gave up after 0.3 s: the code did not finish (an endless loop?)"
+    assert row.hint.startswith("your code was still running after 0.3 s, ")
+    assert row.hint.endswith(": look for a loop that never ends. For this case: look at c")
+
+
+def test_the_case_runs_in_a_named_daemon_thread_with_the_callers_context_variables():
+    import contextvars
+    import decimal
+    seen = []
+    case = Case("ctx", lambda f: f(), expected=True, hint="h")
+
+    def probe():
+        me = threading.current_thread()
+        seen.append((me.name, me.daemon, decimal.getcontext().prec))
+        return True
+    decimal.getcontext().prec = 7
+    try:
+        contextvars.copy_context().run(lambda: None)
+        row, finished, stopped = checks._run_case(case, probe, 5)
+    finally:
+        decimal.getcontext().prec = 28
+    assert row.ok and finished and stopped and seen == [("check: ctx", True, 7)]
+
+
+def test_explain_name_errors_leaves_a_plain_python_alone(monkeypatch):
+    import sys
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)
+    checks.explain_name_errors()   # nothing to install into, and IPython is not imported just to look
+    assert "IPython" not in sys.modules
+
+
+def test_a_loop_that_catches_the_stop_a_few_times_is_still_stopped():
+    """The check raises its stop again and again (for STOP_SECONDS) until one lands outside the learner's `try`."""
+    caught = []
+
+    def dodges(f):
+        while True:
+            try:
+                while True:
+                    pass
+            except BaseException:   # noqa: BLE001 - on purpose: swallows the first two stops
+                caught.append(1)
+                if len(caught) >= 3:
+                    raise
+    row, finished, stopped = checks._run_case(Case("dodges", dodges, expected=1, hint="h"), None, 0.3)
+    assert not finished and stopped and len(caught) == 3
+    assert "so the check stopped it: look for a loop that never ends" in row.hint
+
+
+def test_a_value_that_cannot_be_compared_shows_why_in_the_row(monkeypatch):
+    class Weird:
+        def __eq__(self, other):
+            raise RuntimeError("no comparing")
+    _spec(monkeypatch, Case("weird", lambda f: f(), expected=1, hint="return a number"))
+    row = run_cases("00.9", Weird).cases[0]
+    assert (row.label, row.ok, row.expected, row.got, row.hint) == (
+        "weird", False, "1", "'a value that cannot be compared: no co…", "return a number")
+
+
+def test_a_loop_that_retries_on_every_exception_is_still_stopped():
+    """The stop is not an Exception: `except Exception: continue` (a common retry loop) does not catch it."""
+    def retries(f):
+        while True:
+            try:
+                while True:
+                    pass
+            except Exception:   # noqa: BLE001 - what a learner's retry loop does
+                continue
+    row, finished, stopped = checks._run_case(Case("retries", retries, expected=1, hint="h"), None, 0.3)
+    assert not finished and stopped and "so the check stopped it" in row.hint
+
+
+def test_stopping_tries_at_least_once_and_not_at_all_once_the_case_is_done(monkeypatch):
+    tries = []
+    monkeypatch.setattr(checks, "_raise_in", lambda thread: tries.append(thread) or True)
+    me, done = threading.current_thread(), threading.Event()
+    assert checks._stop(me, done, 0) is False and tries == [me]   # no time at all: still one try
+    tries.clear()
+    assert checks._stop(me, done, 0.05) is False and len(tries) == 5   # one try every 10 ms
+    tries.clear()
+    done.set()   # finished, its thread still ending: nothing to stop
+    assert checks._stop(me, done, 0.5) is True and tries == []
+
+
+def test_raising_into_a_thread_follows_the_c_api_and_gives_up_where_there_is_none(monkeypatch):
+    import ctypes
+    calls = []
+
+    def set_async_exc(ident, exc):
+        calls.append((ident.value, exc))
+        return 2 if len(calls) == 1 else 0   # "more than one thread": undo at once, as the documentation says
+    monkeypatch.setattr(ctypes.pythonapi, "PyThreadState_SetAsyncExc", set_async_exc, raising=False)
+    me = threading.current_thread()
+    assert checks._raise_in(me) is False
+    assert calls[0][0] == me.ident and calls[0][1].value is checks._Abandoned and calls[1] == (me.ident, None)
+    monkeypatch.setattr(ctypes, "pythonapi", object())   # not CPython: no way to raise into a thread
+    assert checks._raise_in(me) is False
+
+
+def test_the_real_exercise_table_is_looked_up_by_stage():
+    from course_lib.courseware.exercises import stage04
+    assert checks.exercise("04.1") is stage04.EXERCISES["04.1"]
+
+
+def test_a_callable_object_or_the_exercise_itself_as_the_stub(monkeypatch):
+    _spec(monkeypatch, Case("one", lambda f: f(1), expected=1, hint="h"))
+
+    class Callable:
+        def __call__(self, x):
+            raise NotImplementedError
+    result = run_cases("00.9", Callable())
+    assert result.not_implemented and result.stub is None and result.error is None
+
+    def validate(x):
+        raise NotImplementedError
+    result = run_cases("00.9", validate)
+    assert result.not_implemented and result.stub is None   # the exercise itself: not "another function"
+
+
+def test_the_html_table_in_full():
+    result = CheckResult("07.2", "", [checks.CaseResult("a", True, "1", "1"),
+                                      checks.CaseResult("b", False, "2", "3", "h")])
+    red = "var(--jp-error-color1, #c62828)"
+    left = "<td style='text-align:left'>"
+    assert checks.render_html(result) == (
+        f"<div><b>Exercise 07.2</b> — <b style='color:{red}'>1/2 passed</b><table style='margin-top:4px'>"
+        "<tr><th></th><th style='text-align:left'>case</th><th style='text-align:left'>expected</th>"
+        "<th style='text-align:left'>got</th></tr>"
+        f"<tr style='border-left:4px solid transparent'><td>✓</td>{left}a</td>{left}<code>1</code></td>"
+        f"{left}<code>1</code></td></tr>"
+        f"<tr style='border-left:4px solid {red}'><td>✗</td>{left}b</td>{left}<code>2</code></td>"
+        f"{left}<code>3</code></td></tr>"
+        f"<tr style='border-left:4px solid {red}'><td></td><td colspan='3' style='text-align:left'><i>hint: h</i>"
+        "</td></tr></table></div>")
+
+
+class _Shell:
+    """Just what the NameError explainer uses of an IPython shell."""
+
+    def __init__(self, history):
+        self.user_ns = {"In": history}
+        self.shown = []
+        self.installed = []
+
+    def showtraceback(self, exc_tuple, tb_offset=None):
+        self.shown.append((exc_tuple, tb_offset))
+
+    def set_custom_exc(self, kinds, handler):
+        self.installed.append((kinds, handler))
+
+
+def test_the_name_error_advice_exactly_and_only_for_a_check_cell(capsys):
+    error = NameError("name 'safe_divide' is not defined", name="safe_divide")
+    shell = _Shell(["", 'check("01.1", safe_divide)'])
+    checks._explain_name_error(shell, NameError, error, None, tb_offset=2)
+    assert shell.shown == [((NameError, error, None), 2)]   # IPython's own traceback first, unchanged
+    assert capsys.readouterr().out == ("\n→ `safe_divide` is not defined yet: run the cell that defines it first "
+                                       "(Shift+Enter), then run this check again.\n")
+    checks._explain_name_error(shell, NameError, NameError("x", name="check"), None)
+    assert capsys.readouterr().out == ("\n→ `check` is not imported yet: run the notebook's first code cell (the "
+                                       "imports), then this one.\n")
+    for history in (("", 'check("01.1", safe_divide)'), [], "check("):   # `In` reused, or nothing run yet
+        checks._explain_name_error(_Shell(history), NameError, error, None)
+        assert capsys.readouterr().out == ""
+
+
+def test_on_import_inside_ipython_the_explainer_is_installed_in_the_running_shell(monkeypatch):
+    import sys
+    import types as module_types
+    shell = _Shell([])
+    fake = module_types.ModuleType("IPython")
+    fake.get_ipython = lambda: shell
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    checks.explain_name_errors()
+    assert shell.installed == [((NameError,), checks._explain_name_error)]
+    fake.get_ipython = lambda: None   # plain python that imported IPython: nothing to install into
+    checks.explain_name_errors()
+    assert len(shell.installed) == 1
+
+
+def test_a_case_that_ends_just_as_its_time_runs_out_is_still_given_up(monkeypatch):
+    """Out of time is out of time: the case's own thread and elapsed time decide, and a late finish does not count."""
+    go = guarded_event()
+    asked = []
+
+    def out_of_time(thread, wall, seconds):
+        asked.append((thread.name, 0 <= wall < HANG_GUARD, seconds))
+        go.set()
+        thread.join(HANG_GUARD)   # the case has now finished, after its time was up
+        return True
+    monkeypatch.setattr(checks, "_out_of_time", out_of_time)
+    row, finished, stopped = checks._run_case(Case("late", lambda f: f(), expected=True, hint="h"), go.wait, 0.2)
+    assert asked == [("check: late", True, 0.2)]
+    assert (finished, stopped, row.ok) == (False, True, False)
+    assert row.got == "gave up after 0.2 s: the code did not finish (an endless loop?)"
+
+
+def test_stop_pressed_while_waiting_stops_the_case_puts_things_back_and_gets_through(monkeypatch, tmp_path):
+    folder = os.getcwd()
+    started = guarded_event()
+
+    def pressed(thread, wall, seconds):
+        started.wait()
+        raise KeyboardInterrupt   # what the learner's Stop does to the waiting (main) thread
+    monkeypatch.setattr(checks, "_out_of_time", pressed)
+
+    def endless(f):
+        os.chdir(tmp_path)
+        started.set()
+        while True:
+            pass
+    with pytest.raises(KeyboardInterrupt):
+        checks._run_case(Case("stopped", endless, expected=1, hint="h"), None, 5)
+    assert os.getcwd() == folder
+    deadline = time.monotonic() + HANG_GUARD   # a hang guard only
+    while any(t.name == "check: stopped" for t in threading.enumerate()) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not any(t.name == "check: stopped" for t in threading.enumerate()), "the case was stopped too"

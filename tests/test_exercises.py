@@ -136,3 +136,94 @@ def test_bare_course_check_grades_the_learners_exercise_notebook(tmp_path):
     assert "01_tools_exercises.ipynb" in result.stdout, result.stdout + result.stderr
     assert result.returncode == 1 and "not implemented yet" in result.stdout   # the committed stubs
     assert "at a time" not in result.stdout.splitlines()[0]   # one notebook: nothing to run side by side
+
+
+# -- make-exercises itself, in-process on small notebooks ------------------------------------------------------
+def _tagged(source, **nbgrader):
+    cell = nbformat.v4.new_code_cell(source)
+    if nbgrader:
+        cell.metadata["nbgrader"] = nbgrader
+    return cell
+
+
+def test_make_exercise_stubs_solutions_drops_hidden_tests_clears_outputs_and_adds_the_header():
+    from course_lib.courseware.grading import HEADER
+    solution = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("### BEGIN SOLUTION\nprose stays\n### END SOLUTION"),
+        _tagged("def f(x):\n    \"\"\"Doc.\"\"\"\n    ### BEGIN SOLUTION\n    return x\n    ### END SOLUTION\n\n\n",
+                grade_id="ex01_1", solution=True, locked=False),
+        _tagged("### BEGIN HIDDEN TESTS\nassert f(1) == 1\n### END HIDDEN TESTS\n", grade_id="ex01_1_hidden",
+                locked=True),
+        _tagged("check('01.1', f)\n### BEGIN HIDDEN TESTS\nassert f(2) == 2\n### END HIDDEN TESTS",
+                grade_id="ex01_1_check", locked=True),
+        _tagged("x = 1  ### BEGIN SOLUTION stays: not at the start of a line"),
+        _tagged("y = 2   \n\n"),             # only the trailing newlines go, not the spaces
+        _tagged("LIMIT = MAX\n"),
+    ])
+    solution.cells[1].outputs = [nbformat.v4.new_output("stream", text="old")]
+    solution.cells[1].execution_count = 4
+    before = nbformat.writes(solution)
+    nb = make_exercise(solution, "01_x_exercises.ipynb")
+    assert nbformat.writes(solution) == before   # the solution notebook is not changed
+    header, prose, answer, hidden, check_cell, plain, spaces, capitals = nb.cells
+    assert (spaces.source, capitals.source) == ("y = 2   ", "LIMIT = MAX")
+    assert header.cell_type == "markdown" and header.id == "generated-header"
+    assert header.source == HEADER.format(name="01_x_exercises.ipynb")
+    assert "`solutions/01_x_exercises.ipynb` by `make exercises`" in header.source
+    assert prose.source == solution.cells[0].source
+    assert answer.source == 'def f(x):\n    """Doc."""\n    # YOUR CODE HERE\n    raise NotImplementedError()'
+    assert (answer.outputs, answer.execution_count) == ([], None)
+    assert "editable" not in answer.metadata and "deletable" not in answer.metadata   # the learner's to edit
+    assert hidden.source == "# Hidden tests for this exercise run when your work is graded (`course check`)."
+    assert (hidden.metadata["editable"], hidden.metadata["deletable"]) == (False, False)
+    assert check_cell.source == "check('01.1', f)"
+    assert plain.source == solution.cells[4].source and "editable" not in plain.metadata
+
+
+def test_make_exercises_writes_what_is_stale_and_check_only_writes_nothing(tmp_path, monkeypatch):
+    from course_lib.courseware import grading
+    (tmp_path / "solutions").mkdir()
+    source = SOLUTIONS[0]
+    (tmp_path / "solutions" / source.name).write_bytes(source.read_bytes())
+    (tmp_path / "solutions" / "1_not_a_stage_exercises.ipynb").write_text("{}")   # not NN_: not a solution
+    (tmp_path / "solutions" / "01_notes.ipynb").write_text("{}")                  # not *_exercises
+    monkeypatch.setattr(grading, "ROOT", tmp_path)
+    assert grading.solution_paths() == [tmp_path / "solutions" / source.name]
+    assert grading.make_exercises(check_only=True) == [f"exercises/{source.name}"]
+    assert list((tmp_path / "exercises").iterdir()) == []   # the folder is made, nothing written
+    assert grading.make_exercises() == [f"exercises/{source.name}"]
+    written = (tmp_path / "exercises" / source.name).read_text(encoding="utf-8")
+    assert written == (ROOT / "exercises" / source.name).read_text(encoding="utf-8") and written.endswith("}\n")
+    assert grading.make_exercises() == [] and grading.make_exercises(check_only=True) == []
+    (tmp_path / "exercises" / source.name).write_text("hand-edited", encoding="utf-8")
+    assert grading.make_exercises(check_only=True) == [f"exercises/{source.name}"]
+    assert (tmp_path / "exercises" / source.name).read_text(encoding="utf-8") == "hand-edited"
+
+
+def test_grade_here_is_the_grader_s_grade(monkeypatch):
+    from course_lib.courseware import grader
+    calls = []
+    monkeypatch.setattr(grader, "grade", lambda notebook, stage, **options: calls.append((notebook, stage, options))
+                        or "graded")
+    assert grade("nb.ipynb", "04", timeout=5, level="none") == "graded"
+    assert calls == [("nb.ipynb", "04", {"timeout": 5, "level": "none"})]
+
+
+def test_make_exercises_reads_and_writes_utf_8_even_where_the_locale_is_not(tmp_path, monkeypatch):
+    """On a Windows machine (cp1252) the generated notebooks must still be the UTF-8 files that are committed."""
+    import io
+    from course_lib.courseware import grading
+    (tmp_path / "solutions").mkdir()
+    source = next(p for p in SOLUTIONS if any(ord(ch) > 255 for ch in p.read_text(encoding="utf-8")))
+    (tmp_path / "solutions" / source.name).write_bytes(source.read_bytes())
+    monkeypatch.setattr(grading, "ROOT", tmp_path)
+    monkeypatch.setattr(io, "text_encoding", lambda encoding, stacklevel=2: encoding or "cp1252")
+    assert grading.make_exercises() == [f"exercises/{source.name}"]
+    assert (tmp_path / "exercises" / source.name).read_bytes() == (ROOT / "exercises" / source.name).read_bytes()
+    assert grading.make_exercises(check_only=True) == []
+
+
+def test_a_cell_without_metadata_has_no_grade_id():
+    from course_lib.courseware.grading import _grade_id
+    assert _grade_id({"cell_type": "code", "source": ""}) == ""
+    assert _grade_id(nbformat.v4.new_code_cell("")) == ""

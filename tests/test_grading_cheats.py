@@ -433,10 +433,10 @@ def test_a_judge_reply_in_another_shape_fails_the_notebook():
     def reply(found):
         return {"data": {"text/plain": repr(json.dumps(found))}}
     honest = {"04.1": {"defined": True, "module": "__main__", "result": {"cases": rows}}}
-    assert _trusted_shape(reply(honest), STAGE, candidates) == honest
+    assert _trusted_shape(reply(honest), candidates) == honest
     forged = {"04.1": {"defined": True, "module": "__main__", "result": {"cases": rows[:1]}}}
     for bad in (forged, [1], {"04.1": "yes"}, {}):
-        assert _trusted_shape(reply(bad), STAGE, candidates) is None
+        assert _trusted_shape(reply(bad), candidates) is None
 
 
 def test_report_lines_carry_no_terminal_control_characters():
@@ -733,3 +733,875 @@ def test_were_the_refusal_fooled_a_forged_judge_and_skipped_hidden_tests_still_g
     assert not any(e.passed for e in ex.values()), {k: (e.passed, e.detail) for k, e in ex.items()}
     assert all(e.detail.startswith("not implemented yet") for e in ex.values()), {k: e.detail for k, e in ex.items()}
 
+
+
+# -- the grader's own logic, in-process and fast: assembling, refusing, judging, reporting (no kernel) -------------
+from course_lib.courseware import grader as _grader   # noqa: E402
+
+
+def _trusted_04():
+    return load(SOLUTION)
+
+
+def test_assemble_takes_only_the_answer_cells_and_names_each_kind_of_tampering():
+    trusted = _trusted_04()
+    submission = load(SOLUTION)
+    cell(submission, "ex04_1").source = "import sys\ndef validate_action(data):\n    return None"   # refused
+    nb, found, notes = _grader.assemble(trusted, submission)
+    assert found == {"04.1": ["refused: answer cell 'ex04_1' was not run because it imports sys (see the "
+                               "notebook's note on imports)"]}
+    assert notes == [] and len(nb.cells) == len(trusted.cells) and nb.metadata == trusted.metadata
+    assert cell(nb, "ex04_1").source.rstrip("\n") == cell(load(EXERCISE), "ex04_1").source   # the stub stands in
+    assert cell(nb, "ex04_2").source == cell(trusted, "ex04_2").source   # an honest answer is taken as it is
+    assert all(c.get("outputs", []) == [] and c.get("execution_count") is None for c in nb.cells
+               if c.cell_type == "code")
+    for how, said in [("deleted", "cell 'ex04_1_hidden' is missing"), ("duplicated", "cell 'ex04_1_hidden' appears 2 times"),
+                      ("markdown, tags kept", "cell 'ex04_1_hidden' was changed into a markdown cell"),
+                      ("untagged answer", "cell 'ex04_1' lost its nbgrader tags"),
+                      ("hidden cell ungraded", "cell 'ex04_1_hidden' lost its nbgrader tags"),
+                      ("hidden cell unlocked", "cell 'ex04_1_hidden' lost its nbgrader tags")]:
+        submission = load(SOLUTION)
+        if how.startswith("hidden cell"):
+            cell(submission, "ex04_1_hidden").metadata["nbgrader"]["grade" if "ungraded" in how else "locked"] = False
+        elif how == "markdown, tags kept":
+            hidden = cell(submission, "ex04_1_hidden")
+            text = nbformat.v4.new_markdown_cell(hidden.source, metadata=hidden.metadata)
+            submission.cells[submission.cells.index(hidden)] = text
+        else:
+            tamper(submission, how)
+        nb, found, _ = _grader.assemble(trusted, submission)
+        assert found == {"04.1": [said]}, how
+        assert cell(nb, "ex04_1_hidden").source == cell(trusted, "ex04_1_hidden").source   # the trusted one runs
+    submission = load(SOLUTION)
+    tamper(submission, "untagged answer")
+    nb, _, _ = _grader.assemble(trusted, submission)
+    assert "raise NotImplementedError()" in cell(nb, "ex04_1").source   # a tampered answer is not run either
+    submission = load(SOLUTION)
+    submission.cells.remove(cell(submission, "ex04_2"))   # the answer cell itself deleted
+    nb, found, _ = _grader.assemble(trusted, submission)
+    assert found == {"04.2": ["cell 'ex04_2' is missing"]}
+    assert cell(nb, "ex04_2").source.rstrip("\n") == cell(load(EXERCISE), "ex04_2").source
+
+
+def test_assemble_notes_added_cells_and_edited_locked_cells_and_runs_the_originals():
+    trusted = _trusted_04()
+    submission = load(SOLUTION)
+    submission.cells.append(nbformat.v4.new_code_cell("helper = 1"))
+    submission.cells.append(nbformat.v4.new_code_cell("   "))   # blank: nothing to mention
+    submission.cells.append(nbformat.v4.new_code_cell(submission.cells[1].source))   # a copy of set-up code
+    extra = nbformat.v4.new_code_cell("x = 2")
+    extra.metadata["nbgrader"] = {"grade_id": "my_own_cell"}
+    submission.cells.append(extra)
+    submission.cells.append(nbformat.v4.new_markdown_cell("my notes"))
+    submission.cells.append(nbformat.v4.new_code_cell(trusted.cells[0].source))   # the intro text, as code
+    submission.cells.append(nbformat.v4.new_code_cell('check("04.2", find_action)'))   # an untagged check copy
+    cell(submission, "ex04_2_check").source = 'print("✓")'
+    cell(submission, "ex04_1_check").source = cell(trusted, "ex04_1_check").source + "\n\n"   # only blank lines
+    cell(submission, "ex04_3_hidden").source = "pass"   # a hidden-test cell: no note (it says nothing new)
+    nb, tamper, notes = _grader.assemble(trusted, submission)
+    assert tamper == {}
+    assert notes == ["4 code cell(s) you added were not run: only the answer cells are graded, so put helper code "
+                     "inside an answer cell",
+                     "locked cell(s) ex04_2_check were edited; the originals were run"]
+    assert cell(nb, "ex04_2_check").source == 'check("04.2", find_action)'
+    assert cell(nb, "ex04_3_hidden").source == cell(trusted, "ex04_3_hidden").source
+    assert len(nb.cells) == len(trusted.cells)
+    two = load(SOLUTION)
+    cell(two, "ex04_2_check").source = "a"
+    cell(two, "ex04_1_check").source = "b"
+    assert _grader.assemble(trusted, two)[2] == ["locked cell(s) ex04_1_check, ex04_2_check were edited; the "
+                                                 "originals were run"]
+
+
+def test_assemble_stubs_a_solution_region_left_in_a_set_up_cell():
+    trusted = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("x = 1\n### BEGIN SOLUTION\nsecret = 2\n### END SOLUTION\n"),
+        nbformat.v4.new_markdown_cell("### BEGIN SOLUTION\ntext stays\n### END SOLUTION\n")])
+    nb, tamper, notes = _grader.assemble(trusted, nbformat.v4.new_notebook())
+    assert nb.cells[0].source == "x = 1\n# YOUR CODE HERE\nraise NotImplementedError()\n"
+    assert nb.cells[1].source == trusted.cells[1].source and (tamper, notes) == ({}, [])
+
+
+def test_small_helpers_name_exercises_copy_cells_and_find_sources():
+    assert _grader._exercise_of("ex04_2_hidden") == "04.2" and _grader._exercise_of("ex11_12") == "11.12"
+    trusted = _trusted_04()
+    assert _grader._source(trusted, "ex04_3_check") == 'check("04.3", parse_action)'
+    assert _grader._source(trusted, "nothing") == ""
+    code = nbformat.v4.new_code_cell("a", outputs=[{"output_type": "stream", "name": "stdout", "text": "x"}],
+                                     execution_count=3)
+    copied = _grader._copy(code, "b")
+    assert (copied.source, copied.outputs, copied.execution_count, code.source) == ("b", [], None, "a")
+    assert type(copied) is type(code)
+    text = _grader._copy(nbformat.v4.new_markdown_cell("m"), "n")
+    assert text.source == "n" and "outputs" not in text and "execution_count" not in text
+    assert _grader._nbgrader(nbformat.v4.new_code_cell("")) == {}
+    assert _grader._nbgrader({"cell_type": "code", "source": ""}) == {}   # a hand-made cell without metadata
+
+
+def test_the_finished_modules_of_a_stage_are_its_own_and_every_later_one():
+    assert _grader.finished("12") == {"course_lib.evaluation", "course_lib.mcp_bridge"}
+    assert "course_lib.tools" in _grader.finished("01") and "course_lib.tools" not in _grader.finished("02")
+    assert _grader.finished("13") == {"course_lib.mcp_bridge"} and _grader.finished("14") == set()
+    assert _grader.may_use("99") == {} and _grader.may_use("04") == {}
+
+
+def test_solution_for_finds_the_stage_s_notebook_or_says_where_it_looked(tmp_path):
+    assert _grader.solution_for("04") == SOLUTION
+    (tmp_path / "04_b_exercises.ipynb").write_text("{}")
+    (tmp_path / "04_a_exercises.ipynb").write_text("{}")
+    assert _grader.solution_for("04", tmp_path) == tmp_path / "04_a_exercises.ipynb"
+    assert _grader.solution_for("04", str(tmp_path)) == tmp_path / "04_a_exercises.ipynb"
+    with pytest.raises(_grader.GraderError) as e:
+        _grader.solution_for("05", tmp_path)
+    assert str(e.value) == f"there is no solution notebook for stage 05 in {tmp_path}"
+
+
+REFUSAL_REASONS = {   # answer -> the reason the instructor and the learner read
+    "from operator import attrgetter": "it imports attrgetter",
+    "from os import system": "it imports system",
+    "from builtins import print": "it imports builtins",
+    "import os, sys": "it imports sys",
+    "import sys.monitoring": "it imports sys.monitoring",
+    "import course_lib.tools": "it imports course_lib as a package (`from course_lib.x import y` names what it uses)",
+    "from course_lib.courseware import checks": "it imports the course's grading machinery (course_lib.courseware), "
+                                                "which no answer needs",
+    "from course_lib.courseware.sandbox import isolation": "it imports the course's grading machinery",
+    "from course_lib import tools": "it imports course_lib, the finished version of this stage or a later one",
+    "from course_lib.parsing import parse_reply": "it imports course_lib.parsing, the finished version of this "
+                                                  "stage or a later one",
+    "x = course_lib": "it uses the course_lib package itself",
+    "f = eval": "it uses eval",
+    "getattr(x, name)": "it uses getattr with a name that is not a plain string",
+    "getattr(x)": "it uses getattr with a name that is not a plain string",
+    "getattr(x, 3)": "it uses getattr with a name that is not a plain string",
+    "getattr(x, '_hidden')": "it uses getattr with a name that is not a plain string",
+    "getattr(x, 'kill')": "it uses getattr for .kill",
+    "x = '__class__'": "it spells a dunder name in a string",
+    "x = 'a __globals__ b'": "it spells a dunder name in a string",
+    "x = 'my__own'": "it spells a dunder name in a string",
+    "x.f_back": "it uses .f_back",
+    "os.execv('/bin/sh', [])": "it uses .execv",
+    "os.spawnl(0, 'sh')": "it uses .spawnl",
+    "x.__class__": "it uses .__class__",
+    "json.dumps = None": "it changes json.dumps, which it did not create",
+    "json.x.y += 1": "it changes json.x.y, which it did not create",
+    "a.b: int = 1": "it changes a.b, which it did not create",
+    "del json.dumps": "it changes json.dumps, which it did not create",
+    "f()['k'] = 1": "it changes f()['k'], an item of what a call returned",
+    "f().a['k'] = 1": "it changes f().a['k'], an item of what a call returned",
+}
+
+
+@pytest.mark.parametrize("source", list(REFUSAL_REASONS))
+def test_each_refusal_names_what_the_answer_used(source):
+    why = _grader.refusal(source, "04")
+    assert why is not None and why.startswith(REFUSAL_REASONS[source]), why
+
+
+ALLOWED = [
+    "def f(x):\n    return x", "x = (", "from course_lib.tools import ToolError", "import json, re",
+    "from . import x", "getattr(x, 'name')", "getattr(x, '__name__')", "getattr(x, '__doc__', None)",
+    "x = '__name__'", "x = 'a __init__ b'", "x = 'snake_case'", "x.__init__", "x.__len__()",
+    "db.execute('SELECT 1')", "self.a = 1", "cls.b = 2", "self.a.b = 3", "self.items[0] = 1", "d['k'] = 1",
+    "d[0][1] = 2", "x = 1\nx += 2", "import dataclasses", "print(len('x'))", "f(eval=1)", "x: int = 1",
+]
+
+
+@pytest.mark.parametrize("source", ALLOWED)
+def test_ordinary_answer_code_is_not_refused(source):
+    assert _grader.refusal(source, "04") is None
+
+
+def test_earlier_stages_are_allowed_and_the_stage_is_where_the_finished_line_is_drawn():
+    assert _grader.refusal("from course_lib.parsing import parse_reply", "05") is None
+    assert _grader.refusal("from course_lib.dispatch import dispatch", "05") is not None
+    assert _grader.refusal("from course_lib.dispatch import dispatch") is not None   # no stage: everything is later
+
+
+def _trusted_mini(points=3):
+    cells = [nbformat.v4.new_markdown_cell("intro"), nbformat.v4.new_code_cell("setup = 1")]
+    for gid, meta in [("ex04_1", {"solution": True}), ("ex04_1_check", {"locked": True}),
+                      ("ex04_1_hidden", {"grade": True, "locked": True, "points": points})]:
+        c = nbformat.v4.new_code_cell('check("04.1", validate_action)' if gid.endswith("_check") else "pass")
+        c.metadata["nbgrader"] = {"grade_id": gid, **meta}
+        cells.append(c)
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+OK = ("ok", None, None)
+
+
+def _seen(cases=(True, True), **result):
+    rows = [{"label": f"case {i}", "ok": ok, "expected": "1", "got": "1" if ok else "2", "hint": ""}
+            for i, ok in enumerate(cases)]
+    return {"defined": True, "module": "__main__", "borrows": None, "result": {"cases": rows, **result}}
+
+
+def _judge(statuses=None, seen=None, tamper=None, judged="default", **kw):
+    judged = {"04.1": seen or _seen()} if judged == "default" else judged
+    statuses = {2: OK, 3: OK, 4: OK} if statuses is None else statuses
+    grades = _grader.judge(_trusted_mini(), statuses, judged, tamper or {}, {"04.1": "validate_action"}, **kw)
+    assert len(grades) == 1
+    return grades[0]
+
+
+def test_judge_passes_an_exercise_only_when_nothing_is_wrong_and_gives_its_points():
+    g = _judge()
+    assert (g.exercise, g.passed, g.detail, g.points, g.max_points, g.failing) == \
+        ("04.1", True, "2/2 cases passed, hidden tests passed", 3, 3, [])
+    unpointed = _grader.judge(_trusted_mini(points=None), {2: OK, 3: OK, 4: OK}, {"04.1": _seen()}, {},
+                              {"04.1": "validate_action"})[0]
+    assert unpointed.passed and (unpointed.points, unpointed.max_points) == (0, 0)
+
+
+@pytest.mark.parametrize("setting, detail", [
+    ({"tamper": {"04.1": ["cell 'ex04_1_hidden' is missing", "refused: answer cell 'ex04_1' was not run because x"]}},
+     "tampering: cell 'ex04_1_hidden' is missing; refused: answer cell 'ex04_1' was not run because x"),
+    ({"statuses": {2: ("error", "TimeoutError", "the cell ran longer than 30 s"), 4: OK}},
+     "your answer cell was stopped: the cell ran longer than 30 s"),
+    ({"seen": {"defined": False, "module": "", "borrows": None, "result": None}},
+     "your answer cell defines no `validate_action`"),
+    ({"judged": None}, "not graded"),
+    ({"judged": {}}, "your answer cell defines no `validate_action`"),
+    ({"seen": {**_seen(), "result": {"not_implemented": True, "cases": [], "stub": None}}}, "not implemented yet"),
+    ({"seen": {**_seen(), "result": {"not_implemented": True, "cases": [], "stub": "helper"}}},
+     "not implemented yet: `helper` still raises NotImplementedError"),
+    ({"seen": {**_seen(), "borrows": "course_lib.parsing.parse_reply"}},
+     "`validate_action` uses course_lib.parsing.parse_reply, course_lib's finished version, not your own code: the "
+     "exercise asks you to write it"),
+    ({"seen": {**_seen(), "module": "course_lib.parsing"}},
+     "`validate_action` is course_lib's finished version (course_lib.parsing), not your own: the exercise asks you "
+     "to write it"),
+    ({"seen": _seen(error="no exercise")}, "the check could not run: no exercise"),
+    ({"seen": _seen(cases=(True, False, False))}, "1/3 cases passed in check()"),
+    ({"statuses": {2: ("error", "NameError", "x"), 4: OK}}, "your answer cell raised NameError: x"),
+    ({"statuses": {2: OK, 4: ("error", "AssertionError", "the check of 04.1 above did not pass")}},
+     "hidden tests failed: AssertionError: the check of 04.1 above did not pass"),
+    ({"statuses": {2: OK}}, "hidden tests did not run (not run)"),
+    ({"statuses": {2: OK, 4: ("no reply", None, None)}}, "hidden tests did not run (no reply)"),
+])
+def test_judge_says_what_failed_first(setting, detail):
+    g = _judge(**setting)
+    assert (g.passed, g.detail, g.points, g.max_points) == (False, detail, 0, 3)
+
+
+def test_judge_keeps_every_failing_row_and_cuts_a_long_detail():
+    g = _judge(seen=_seen(cases=(False,) * 7))
+    assert [r["label"] for r in g.failing] == [f"case {i}" for i in range(7)]
+    long = _judge(tamper={"04.1": ["x" * 600]})
+    assert long.detail == ("tampering: " + "x" * 600)[:500]
+    assert _judge(seen={**_seen(), "module": "course_lib.parsing"},
+                  allowed_reexport=("validate_action",)).passed   # a re-export the exercise allows
+
+
+def test_a_grade_passes_with_every_exercise_and_no_reason_and_adds_up_points():
+    ok, bad = (_grader.ExerciseGrade("04.1", True, "d", 2, 2), _grader.ExerciseGrade("04.2", False, "d", 0, 3))
+    assert Grade("n", "04", [ok]).passed and not Grade("n", "04", []).passed
+    assert not Grade("n", "04", [ok, bad]).passed and not Grade("n", "04", [ok], reason="r").passed
+    data = Grade("n", "04", [ok, bad], notes=["a"]).as_dict()
+    assert (data["passed"], data["points"], data["max_points"], data["notes"]) == (False, 2, 5, ["a"])
+    assert data["exercises"][1] == {"exercise": "04.2", "passed": False, "detail": "d", "points": 0,
+                                    "max_points": 3, "failing": []}
+
+
+def test_the_report_shows_notes_the_reason_and_five_failing_rows_with_hints():
+    rows = [{"label": f"c{i}", "expected": "1", "got": "2", "hint": "h" if i == 0 else ""} for i in range(6)]
+    g = Grade("n", "04", [_grader.ExerciseGrade("04.1", False, "1/7 cases passed in check()", 0, 2, rows),
+                          _grader.ExerciseGrade("04.2", True, "4/4 cases passed, hidden tests passed", 2, 2)],
+              notes=["a note"], reason="the kernel died")
+    assert _grader._lines(g) == [
+        "    note: a note", "    NOT GRADED: the kernel died",
+        "    ✗ 04.1  1/7 cases passed in check()",
+        "        ✗ c0: expected 1, got 2  (hint: h)", "        ✗ c1: expected 1, got 2",
+        "        ✗ c2: expected 1, got 2", "        ✗ c3: expected 1, got 2", "        ✗ c4: expected 1, got 2",
+        "        … and 1 more failing case(s): the check cell in the notebook lists them all",
+        "    ✓ 04.2  4/4 cases passed, hidden tests passed"]
+    g.exercises[0].failing = rows[:5]
+    assert not any("more failing" in line for line in _grader._lines(g))
+    assert _grader._lines(Grade("n", "04", [])) == []
+    assert _grader._lines(Grade("n", "04", [], notes=["\x7f\x00"])) == ["    note: \\x7f\\x00"]
+
+
+def test_paths_in_the_report_are_relative_when_inside_the_current_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert _grader._shown(str(tmp_path / "class" / "a.ipynb")) == str(Path("class") / "a.ipynb")
+    outside = str(tmp_path.parent / "elsewhere.ipynb")
+    assert _grader._shown(outside) == outside
+    monkeypatch.setattr(_grader.os.path, "relpath", lambda p: (_ for _ in ()).throw(ValueError("another drive")))
+    assert _grader._shown("D:/x.ipynb") == "D:/x.ipynb"
+
+
+def test_the_kernel_s_environment_has_no_keys_a_closed_proxy_and_a_scratch_home(tmp_path, monkeypatch):
+    for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS",
+                "COURSE_ANTHROPIC_MODEL", "COURSE_OPENAI_MODEL", "COURSE_OLLAMA_MODEL", "JPY_PARENT_PID"):
+        monkeypatch.setenv(key, "secret")
+    monkeypatch.setenv("COURSE_KEPT", "kept")
+    monkeypatch.setenv("PYTHONHASHSEED", "random")   # the grader's own settings win over the instructor's
+    monkeypatch.setenv("COURSE_APPROVAL", "ask")
+    env = _grader._environment(tmp_path)
+    assert not [k for k, v in env.items() if v == "secret"] and env["COURSE_KEPT"] == "kept"
+    closed = "http://127.0.0.1:9"
+    assert {k: env[k] for k in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy")} == \
+        dict.fromkeys(("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"), closed)
+    assert (env["NO_PROXY"], env["no_proxy"], env["PYTHONHASHSEED"], env["COURSE_APPROVAL"]) == ("", "", "0", "deny")
+    assert (env["HOME"], env["TMPDIR"], env["MPLCONFIGDIR"], env["IPYTHONDIR"]) == (
+        str(tmp_path / "home"), str(tmp_path / "tmp"), str(tmp_path / "tmp"), str(tmp_path / "home" / ".ipython"))
+
+
+def test_the_judge_expression_runs_with_the_real_builtins_whatever_the_namespace_holds():
+    expression = _grader._expression("x = [len('abc'), print.__name__]\nresult = x")
+    assert eval(expression, {"__builtins__": {}}) == [3, "print"]   # nothing named in the caller's namespace
+    assert eval(_grader._expression("result = 'reset'"), {"exec": None, "len": None}) == "reset"
+
+
+def test_a_judge_reply_is_kept_only_in_the_shape_the_grader_sent():
+    from course_lib.courseware.checks import exercise
+    labels = [c.label for c in exercise("04.1").cases]
+    rows = [{"label": label, "ok": True} for label in labels]
+    candidates = {"04.1": "validate_action", "04.2": "find_action"}
+
+    def reply(found):
+        return {"data": {"text/plain": repr(json.dumps(found))}}
+    absent = {"defined": False, "borrows": None, "result": None}
+    good = {"04.1": {"defined": True, "borrows": "x", "result": {"cases": rows}}, "04.2": absent}
+    assert _grader._trusted_shape(reply(good), candidates) == good
+    stub = {"04.1": {"defined": True, "result": {"not_implemented": True, "cases": []}}, "04.2": absent}
+    assert _grader._trusted_shape(reply(stub), candidates) == stub
+    error = {"04.1": {"defined": True, "result": {"error": "e", "cases": []}}, "04.2": absent}
+    assert _grader._trusted_shape(reply(error), candidates) == error
+    for bad in ({"04.1": good["04.1"]},                                              # an exercise left out
+                {**good, "04.1": {**good["04.1"], "defined": 1}},                    # not a bool
+                {**good, "04.1": {**good["04.1"], "borrows": 1}},                    # not text
+                {**good, "04.1": {"defined": True, "result": {"cases": "rows"}}},    # rows not a list
+                {**good, "04.1": {"defined": True, "result": {"cases": [1]}}},       # a row not a dict
+                {**good, "04.1": {"defined": True, "result": {"cases": rows[::-1]}}},    # reordered
+                {"04.1": absent, "04.2": {"defined": True, "result": {"cases": []}}},  # after an absent one
+                {**good, "04.1": {"defined": True, "result": {"not_implemented": True, "cases": [1]}}}):
+        assert _grader._trusted_shape(reply(bad), candidates) is None, bad
+    assert _grader._trusted_shape({"data": {}}, candidates) is None
+
+
+def _fake_run(record, statuses=None, judged=None, notes=(), reason=""):
+    def run(nb, stage, candidates, *, timeout, level, hidden):
+        record.update(nb=nb, stage=stage, candidates=candidates, timeout=timeout, level=level, hidden=hidden)
+        return statuses or {}, judged, list(notes), reason
+    return run
+
+
+def test_grade_builds_the_result_from_what_the_run_observed(tmp_path, monkeypatch):
+    record = {}
+    seen = {ex: {"defined": True, "module": "__main__", "borrows": None, "result": _seen()["result"]}
+            for ex in ("04.1", "04.2", "04.3")}
+    ok = {i: OK for i in range(15)}
+    monkeypatch.setattr(_grader, "run", _fake_run(record, {**ok, 1: ("error", "NameError", "x"),
+                                                           7: ("error", "ValueError", "bad")}, seen, ["n2"]))
+    path = save(load(SOLUTION), tmp_path, "honest")
+    keep = tmp_path / "class"
+    keep.mkdir()
+    g = _grader.grade(path, STAGE, timeout=9, level="none", hide=[str(keep), str(ROOT)])
+    assert [c.source for c in record["nb"].cells] == [c.source for c in load(SOLUTION).cells]   # assembled
+    assert record["candidates"] == {"04.1": "validate_action", "04.2": "find_action", "04.3": "parse_action"}
+    assert (record["stage"], record["timeout"], record["level"]) == (STAGE, 9, "none")
+    assert record["hidden"] == [SOLUTION.parent.resolve(), (ROOT / "solutions").resolve(), (ROOT / ".git").resolve(),
+                                keep]   # the course folder itself is needed: it is not hidden
+    assert (g.notebook, g.stage, g.isolation, g.reason) == (path, STAGE, sandbox.DESCRIPTIONS["none"], "")
+    assert g.notes == ["n2"] and g.errors == ["cell 1: NameError: x"]   # a set-up cell; not the answer cell 7
+    assert [(e.exercise, e.passed) for e in g.exercises] == [("04.1", True), ("04.2", False), ("04.3", True)]
+    assert by_exercise(g)["04.2"].detail == "your answer cell raised ValueError: bad"
+    outside = tmp_path / "instructor"
+    outside.mkdir()
+    (outside / SOLUTION.name).write_bytes(SOLUTION.read_bytes())
+    added = load(SOLUTION)
+    added.cells.append(nbformat.v4.new_code_cell("helper = 1"))
+    g = _grader.grade(save(added, tmp_path, "added"), STAGE, solutions_dir=outside, level="none")
+    assert record["timeout"] == 60 and record["hidden"][0] == outside.resolve()   # the default; the given folder
+    assert g.notes[0].startswith("1 code cell(s) you added were not run") and g.notes[1:] == ["n2"]
+
+
+def test_grade_marks_what_a_failed_run_left_ungraded_with_its_reason(tmp_path, monkeypatch):
+    monkeypatch.setattr(_grader, "run", _fake_run({}, {}, None, [], "the kernel died while running the notebook"))
+    submission = load(SOLUTION)
+    tamper(submission, "deleted")
+    g = _grader.grade(save(submission, tmp_path, "dead"), STAGE, level="none")
+    assert g.reason == "the kernel died while running the notebook" and not g.passed
+    details = [e.detail for e in g.exercises]
+    assert details == ["tampering: cell 'ex04_1_hidden' is missing"] + \
+        ["not graded: the kernel died while running the notebook"] * 2
+    half = {ex: _seen()for ex in ("04.1", "04.2", "04.3")}
+    monkeypatch.setattr(_grader, "run", _fake_run({}, {i: OK for i in range(6)}, half, [], "stopped"))
+    g = _grader.grade(save(load(SOLUTION), tmp_path, "half"), STAGE, level="none")   # 04.1's cells ran, no more
+    assert [e.detail for e in g.exercises] == ["2/2 cases passed, hidden tests passed"] + ["not graded: stopped"] * 2
+
+
+def test_grade_reads_no_file_that_is_not_a_small_regular_notebook(tmp_path, monkeypatch):
+    monkeypatch.setattr(_grader, "run", lambda *a, **k: pytest.fail("nothing may run"))
+    missing = _grader.grade(str(tmp_path / "missing.ipynb"), STAGE, level="none")
+    assert missing.reason.startswith("cannot read it as a notebook (FileNotFoundError: ")
+    assert [e.detail for e in missing.exercises] == ["not graded: " + missing.reason] * 3
+    assert [(e.exercise, e.passed, e.points) for e in missing.exercises] == [("04.1", False, 0), ("04.2", False, 0),
+                                                                            ("04.3", False, 0)]
+    big = tmp_path / "big.ipynb"
+    big.write_text("x" * 1234)
+    monkeypatch.setattr(_grader, "MAX_NOTEBOOK_BYTES", 1000)
+    assert _grader.grade(str(big), STAGE, level="none").reason == \
+        "cannot read it as a notebook (ValueError: 1,234 bytes, over the 1,000-byte limit)"
+    monkeypatch.setattr(_grader, "MAX_NOTEBOOK_BYTES", 1234)
+    reason = _grader.grade(str(big), STAGE, level="none").reason
+    assert reason.startswith("cannot read it as a notebook (") and "limit" not in reason   # at the limit: read
+    import os
+    os.mkfifo(tmp_path / "fifo.ipynb")
+    assert _grader.grade(str(tmp_path / "fifo.ipynb"), STAGE, level="none").reason == \
+        "cannot read it as a notebook (ValueError: it is not a regular file)"
+    small = save(load(EXERCISE), tmp_path, "small")
+    monkeypatch.setattr(_grader, "MAX_NOTEBOOK_BYTES", 50_000_000)
+
+    read = nbformat.read
+
+    def unreadable(path, as_version):
+        if str(path) != small:
+            return read(path, as_version=as_version)
+        raise ValueError("line one\n   " + "x" * 300)
+    monkeypatch.setattr(nbformat, "read", unreadable)
+    reason = _grader.grade(small, STAGE, level="none").reason
+    assert reason == "cannot read it as a notebook (ValueError: " + ("line one " + "x" * 300)[:200] + ")"
+
+
+def test_grade_safely_turns_any_crash_into_a_failed_notebook_and_a_grader_error_into_a_problem(monkeypatch):
+    def crash(notebook, stage, **options):
+        raise MemoryError("x" * 400)
+    monkeypatch.setattr(_grader, "grade", crash)
+    g, problem = _grader._grade_safely(("a.ipynb", STAGE, None, 5, []))
+    assert problem is None and g.notebook == "a.ipynb" and g.stage == STAGE and not g.passed
+    assert g.reason == ("grading stopped (MemoryError: " + "x" * 400)[:300]
+    assert g.as_dict()["exercises"] == [] and g.as_dict()["points"] == 0
+
+    def no_kernel(notebook, stage, **options):
+        raise _grader.GraderError("could not start a kernel")
+    monkeypatch.setattr(_grader, "grade", no_kernel)
+    assert _grader._grade_safely(("a.ipynb", STAGE, None, 5, [])) == (None, "could not start a kernel")
+    calls = []
+    monkeypatch.setattr(_grader, "grade", lambda *a, **k: calls.append((a, k)) or "graded")
+    assert _grader._grade_safely(("a.ipynb", STAGE, "sol", 5, ["h"])) == ("graded", None)
+    assert calls == [(("a.ipynb", STAGE), {"solutions_dir": "sol", "timeout": 5, "hide": ["h"]})]
+
+
+class _InlinePool:
+    """ProcessPoolExecutor stand-in: runs each job at once, here; a job whose notebook is in `dies` breaks."""
+    made, dies = [], {}
+
+    def __init__(self, max_workers, mp_context):
+        self.max_workers, self.mp_context = max_workers, mp_context
+        _InlinePool.made.append(self)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def submit(self, fn, args):
+        from concurrent.futures import Future
+        from concurrent.futures.process import BrokenProcessPool
+        future = Future()
+        if _InlinePool.dies.get(args[0], 0) > 0:
+            _InlinePool.dies[args[0]] -= 1
+            future.set_exception(BrokenProcessPool("a worker died"))
+        else:
+            future.set_result(fn(args))
+        return future
+
+
+def test_grade_all_keeps_the_order_regrades_what_a_dead_worker_took_and_reports_progress(monkeypatch, tmp_path):
+    monkeypatch.setattr(_grader, "ProcessPoolExecutor", _InlinePool)
+    monkeypatch.setattr(_InlinePool, "made", [])
+    monkeypatch.setattr(_InlinePool, "dies", {"b.ipynb": 1, "c.ipynb": 2})
+    seen = []
+
+    def fake_grade(notebook, stage, *, solutions_dir, timeout, hide):
+        seen.append((notebook, hide))
+        if notebook == "d.ipynb":
+            raise _grader.GraderError("no kernel")
+        return Grade(notebook, stage, [])
+    monkeypatch.setattr(_grader, "grade", fake_grade)
+    monkeypatch.chdir(tmp_path)
+    progress = []
+    grades, problems = _grader.grade_all(["a.ipynb", "b.ipynb", "c.ipynb", "d.ipynb"], STAGE, timeout=7, jobs=0,
+                                         on_done=lambda i, g, p: progress.append((i, g and g.notebook, p)))
+    assert [g.notebook for g in grades] == ["a.ipynb", "b.ipynb"]   # c's workers died twice, d had a grader error
+    assert problems == ["no kernel", "c.ipynb: the grader's worker died (BrokenProcessPool)"]
+    assert sorted(progress[:2]) == [(0, "a.ipynb", None), (3, None, "no kernel")]   # as they finish
+    assert progress[2:] == [(1, "b.ipynb", None), (2, None, "c.ipynb: the grader's worker died (BrokenProcessPool)")]
+    assert [p.max_workers for p in _InlinePool.made] == [1, 1, 1]   # jobs=0 still runs one; the re-runs one each
+    assert all(p.mp_context.get_start_method() == "spawn" for p in _InlinePool.made)
+    assert all(hide == [str(tmp_path)] for _, hide in seen)
+    with pytest.raises(_grader.GraderError):
+        _grader.grade_all(["a.ipynb"], "42")   # no solution: a grader error before anything runs
+
+
+def test_grade_all_runs_jobs_workers_at_once(monkeypatch, tmp_path):
+    monkeypatch.setattr(_grader, "ProcessPoolExecutor", _InlinePool)
+    monkeypatch.setattr(_InlinePool, "made", [])
+    monkeypatch.setattr(_InlinePool, "dies", {})
+    monkeypatch.setattr(_grader, "grade", lambda notebook, stage, **k: Grade(notebook, stage, []))
+    grades, problems = _grader.grade_all([str(tmp_path / "x" / "a.ipynb"), str(tmp_path / "b.ipynb")], STAGE, jobs=3)
+    assert len(grades) == 2 and problems == [] and [p.max_workers for p in _InlinePool.made] == [3]
+    seen = []
+    monkeypatch.setattr(_grader, "grade", lambda notebook, stage, **k: seen.append(k) or Grade(notebook, stage, []))
+    _grader.grade_all([str(tmp_path / "a.ipynb")], STAGE)   # by default two at a time, 60 s a cell
+    assert _InlinePool.made[-1].max_workers == 2 and seen[-1]["timeout"] == 60 and seen[-1]["solutions_dir"] is None
+    with pytest.raises(_grader.GraderError):   # the solutions folder given has none for the stage: before any run
+        _grader.grade_all([str(tmp_path / "a.ipynb")], STAGE, solutions_dir=tmp_path)
+    assert len(seen) == 1
+
+
+def _args(**kw):
+    import argparse
+    return argparse.Namespace(**{"stage": STAGE, "notebooks": [], "solutions": None, "json": False, "jobs": 2,
+                                 "timeout": 60, **kw})
+
+
+def test_course_check_exit_statuses_and_text_report_in_process(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(sandbox, "isolation", lambda: "none")
+    monkeypatch.chdir(tmp_path)
+    assert _grader.cmd_check(_args(stage="42")) == 2
+    assert capsys.readouterr().err == "course check: no exercise notebook for stage 42; give the notebooks' paths\n"
+    assert _grader.cmd_check(_args(stage="42", notebooks=["a.ipynb"])) == 3
+    assert capsys.readouterr().err == f"course check: there is no solution notebook for stage 42 in {ROOT / 'solutions'}\n"
+    passed = Grade("a.ipynb", STAGE, [_grader.ExerciseGrade("04.1", True, "fine", 2, 2)])
+    failed = Grade("b.ipynb", STAGE, [_grader.ExerciseGrade("04.1", False, "bad", 0, 2)])
+    calls = []
+
+    def fake_all(notebooks, stage, *, solutions_dir, timeout, jobs, on_done):
+        calls.append((notebooks, stage, solutions_dir, timeout, jobs))
+        results = {"a.ipynb": (passed, None), "b.ipynb": (failed, None), "c.ipynb": (None, "c: worker died")}
+        for i, n in enumerate(notebooks):
+            on_done(i, *results[n])
+        return [results[n][0] for n in notebooks if results[n][0]], [results[n][1] for n in notebooks if results[n][1]]
+    monkeypatch.setattr(_grader, "grade_all", fake_all)
+    assert _grader.cmd_check(_args(notebooks=["a.ipynb"], jobs=4, timeout=9)) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == [f"Grading 1 notebook(s) of stage 04; {sandbox.DESCRIPTIONS['none']}.",
+                   "[1/1] a.ipynb: passed", "    ✓ 04.1  fine", "1/1 notebook(s) passed every exercise"]
+    assert calls[-1] == (["a.ipynb"], STAGE, None, 9, 4)
+    assert _grader.cmd_check(_args(notebooks=["a.ipynb", "b.ipynb", "c.ipynb"], jobs=5)) == 3
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"Grading 3 notebook(s) of stage 04, 3 at a time; {sandbox.DESCRIPTIONS['none']}."
+    assert out[1:] == ["[1/3] a.ipynb: passed", "    ✓ 04.1  fine", "[2/3] b.ipynb: failed", "    ✗ 04.1  bad",
+                       "[3/3] c.ipynb: GRADER FAILED", "    c: worker died",
+                       "1/3 notebook(s) passed every exercise; the grader failed on 1"]
+    assert _grader.cmd_check(_args(notebooks=["a.ipynb", "b.ipynb"], jobs=1)) == 1
+    assert "2 notebook(s) of stage 04, 1 at a time;" in capsys.readouterr().out
+
+
+def test_course_check_json_report_in_process(monkeypatch, capsys):
+    monkeypatch.setattr(sandbox, "isolation", lambda: "none")
+    passed = Grade("a.ipynb", STAGE, [_grader.ExerciseGrade("04.1", True, "fine ✓", 2, 2)])
+    monkeypatch.setattr(_grader, "grade_all", lambda notebooks, stage, *, solutions_dir, timeout, jobs, on_done: (
+        [on_done(0, passed, None), passed][1:], ["x: grader failed"]))
+    assert _grader.cmd_check(_args(notebooks=["a.ipynb", "x.ipynb"], json=True, solutions=str(SOLUTION.parent))) == 3
+    out = capsys.readouterr().out
+    assert "fine ✓" in out and out.startswith('{\n  "stage": "04",\n')   # readable, indented, not \u escapes
+    assert json.loads(out) == {"stage": STAGE, "isolation": sandbox.DESCRIPTIONS["none"],
+                               "notebooks": [passed.as_dict()], "grader_errors": ["x: grader failed"],
+                               "passed": 1, "total": 2}
+    monkeypatch.setattr(_grader, "grade_all", lambda notebooks, stage, **k: ([passed], []))
+    assert _grader.cmd_check(_args(notebooks=["a.ipynb"], json=True)) == 0
+
+
+def test_bare_course_check_grades_the_committed_exercise_notebook_of_the_stage(monkeypatch):
+    monkeypatch.setattr(sandbox, "isolation", lambda: "none")
+    got = []
+    monkeypatch.setattr(_grader, "grade_all", lambda notebooks, stage, **k: got.append(notebooks) or ([], []))
+    _grader.cmd_check(_args(json=True))
+    assert got == [[str(EXERCISE)]]
+
+
+class _FakeClient:
+    """nbclient's client without a kernel: each code cell ends as `endings` says (default ok)."""
+
+    def __init__(self, nb, km, **options):
+        self.nb, self.km, self.options, self.ran, self.capped = nb, km, options, [], False
+        self.timeout = options["timeout"]
+        _FakeClient.last = self
+
+    def setup_kernel(self, env, cwd):
+        import contextlib
+        self.env, self.cwd = env, cwd
+        if self.start_error:
+            raise RuntimeError(self.start_error)
+        return contextlib.nullcontext()
+
+    def execute_cell(self, cell, index):
+        self.ran.append(index)
+        ending = self.endings.get(index, OK)
+        if isinstance(ending, BaseException):
+            raise ending
+        self.statuses[index] = ending
+        self.capped = self.capped or ending == ("ok", "capped", None)
+
+
+def _judge_reply(found):
+    return {"status": "ok", "data": {"text/plain": repr(json.dumps(found))}}
+
+
+def _run_fake(monkeypatch, endings=None, silent=None, start_error=None, timeout=7, candidates=None):
+    """Run grader.run on stage 04's assembled solution with the fake client; returns (result, client, requests)."""
+    from course_lib.courseware.checks import exercise
+    rows = {ex: [{"label": c.label, "ok": True} for c in exercise(ex).cases] for ex in ("04.1", "04.2", "04.3")}
+    honest = {ex: {"defined": True, "borrows": None, "result": {"cases": rows[ex]}} for ex in rows}
+    requests, managers = [], []
+
+    def fake_silent(client, code, seconds, expression=None):
+        assert isinstance(client, _FakeClient), client   # every request goes to the notebook's own kernel
+        requests.append((code, seconds, expression))
+        if silent:
+            answer = silent(code, expression)
+            if answer is not None:
+                return answer
+        return {"user_expressions": {"r": _judge_reply(honest)}} if expression and "CANDIDATES" in expression else {}
+    monkeypatch.setattr(_grader, "_silent", fake_silent)
+    monkeypatch.setattr(_grader, "_client_class", lambda: _FakeClient)
+    monkeypatch.setattr(_FakeClient, "endings", endings or {}, raising=False)
+    monkeypatch.setattr(_FakeClient, "start_error", start_error, raising=False)
+    monkeypatch.setattr(sandbox, "kernel_manager", lambda level, scratch, hidden: managers.append(
+        (level, scratch, hidden, sorted(p.name for p in scratch.iterdir()))) or "km")
+    nb, _, _ = _grader.assemble(_trusted_04(), _trusted_04())
+    candidates = candidates or {"04.1": "validate_action", "04.2": "find_action", "04.3": "parse_action"}
+    result = _grader.run(nb, STAGE, candidates, timeout=timeout, level="none", hidden=[Path("/h")])
+    assert _FakeClient.last.nb is nb
+    return result, getattr(_FakeClient, "last", None), requests, managers, honest
+
+
+def test_run_resets_before_each_trusted_cell_then_asks_the_judge(monkeypatch):
+    (statuses, judged, notes, reason), client, requests, managers, honest = _run_fake(monkeypatch)
+    code_cells = [i for i, c in enumerate(_trusted_04().cells) if c.cell_type == "code"]
+    assert client.ran == code_cells and statuses == dict.fromkeys(code_cells, OK)
+    assert (judged, notes, reason) == (honest, [], "")
+    assert client.km == "km" and client.options == {
+        "timeout": 7, "kernel_name": "python3", "allow_errors": True, "interrupt_on_timeout": True,
+        "error_on_timeout": {"ename": "TimeoutError", "evalue": "the cell ran longer than 7 s"},
+        "resources": {"metadata": {"path": str(managers[0][1] / "work")}}, "shutdown_kernel": "immediate"}
+    level, scratch, hidden, made = managers[0]
+    assert (level, hidden, made) == ("none", [Path("/h")], ["home", "tmp", "work"])
+    assert scratch.name.startswith("course-grade-") and not scratch.exists()   # deleted afterwards
+    assert client.cwd == str(scratch / "work") and client.env == _grader._environment(scratch)
+    resets = [r for r in requests if r[2] == _grader._expression(_grader.RESET)]
+    trusted_code = [i for i in code_cells if not _grader._nbgrader(_trusted_04().cells[i]).get("solution")]
+    assert len(resets) == len(trusted_code) and all(r[:2] == ("", 7) for r in resets)
+    judge = requests[-1]
+    assert judge[:2] == ("", 7) and len(requests) == len(resets) + 1
+    source = eval(judge[2].split("b.exec(", 1)[1].split(", g)", 1)[0])
+    assert source.startswith(f"STAGE = '04'\nCANDIDATES = {{'04.1': 'validate_action', '04.2': 'find_action', "
+                             f"'04.3': 'parse_action'}}\nFINISHED = {_grader.finished('04')!r}\n"
+                             f"MAY_USE = {{}}\n" + _grader.BORROWS + _grader.JUDGE)
+
+
+def test_run_stops_at_a_cell_the_interrupt_could_not_stop_and_names_it(monkeypatch):
+    stuck = ("error", "TimeoutError", "the cell ran longer than 7 s")
+    (statuses, judged, notes, reason), client, requests, _, _ = _run_fake(monkeypatch, endings={4: stuck})
+    assert reason == ("the kernel was still busy 7 s after cell 'ex04_1_check' was interrupted (code running "
+                      "inside C, such as a regular expression that backtracks, cannot be stopped)")
+    assert client.ran == [1, 3, 4] and judged is None and statuses[4] == stuck
+    assert ("pass", 5, None) in requests and not any(r[2] and "CANDIDATES" in r[2] for r in requests)
+    (_, _, _, reason), client, _, _, _ = _run_fake(monkeypatch, endings={1: stuck})
+    assert "after cell 'cell 2' was interrupted" in reason
+
+
+def test_run_goes_on_after_a_timeout_the_interrupt_ended(monkeypatch):
+    stuck = ("error", "TimeoutError", "the cell ran longer than 7 s")
+    answered = lambda code, expression: {"status": "ok"} if code == "pass" else None
+    (statuses, judged, notes, reason), client, _, _, honest = _run_fake(monkeypatch, endings={3: stuck},
+                                                                        silent=answered)
+    assert reason == "" and judged == honest and client.ran[-1] == 13 and statuses[3] == stuck
+    other = ("error", "ValueError", "x")
+    (_, judged, _, reason), client, requests, _, _ = _run_fake(monkeypatch, endings={3: other})
+    assert reason == "" and not any(r[0] == "pass" for r in requests)
+
+
+def test_run_fails_the_notebook_when_the_judge_fails_or_answers_in_another_shape(monkeypatch):
+    failing = lambda code, expression: ({"user_expressions": {"r": {"status": "error", "ename": "NameError",
+                                                                    "evalue": "x"}}}
+                                        if expression and "CANDIDATES" in expression else None)
+    (_, judged, _, reason), _, _, _, _ = _run_fake(monkeypatch, silent=failing)
+    assert judged is None and reason == "the grader's own check could not run (NameError: x)"
+    silent = lambda code, expression: {} if expression and "CANDIDATES" in expression else None
+    (_, judged, _, reason), _, _, _, _ = _run_fake(monkeypatch, silent=silent)
+    assert reason == "the grader's own check could not run (None: None)"
+    forged = lambda code, expression: ({"user_expressions": {"r": _judge_reply({"04.1": {"defined": True}})}}
+                                       if expression and "CANDIDATES" in expression else None)
+    (_, judged, _, reason), _, _, _, _ = _run_fake(monkeypatch, silent=forged)
+    assert judged is None and reason == "the grader's own check came back in a shape it did not send (tampering)"
+
+
+def test_run_reports_a_dead_kernel_a_kernel_that_never_started_and_capped_output(monkeypatch):
+    from nbclient.exceptions import DeadKernelError
+    (statuses, judged, _, reason), client, _, managers, _ = _run_fake(monkeypatch, endings={7: DeadKernelError("x")})
+    assert reason == "the kernel died while running the notebook (os._exit, a crash, or out of memory)"
+    assert judged is None and client.ran == [1, 3, 4, 5, 7] and not managers[0][1].exists()
+    with pytest.raises(_grader.GraderError) as e:
+        _run_fake(monkeypatch, start_error="no such kernel")
+    assert str(e.value) == "could not start a kernel (none sandbox): no such kernel" and e.value.__cause__ is None
+    (_, _, notes, reason), _, _, _, _ = _run_fake(monkeypatch, endings={3: ("ok", "capped", None)})
+    assert notes == ["output was capped at 2,000,000 characters"] and reason == ""
+
+
+def test_run_gives_the_whole_notebook_four_timeouts_and_thirty_seconds(monkeypatch):
+    clock = iter([1000.0] + [1000.0 + 58.0] * 3 + [1000.0 + 58.5] * 50)
+    monkeypatch.setattr(_grader.time, "monotonic", lambda: next(clock))
+    (_, judged, _, reason), client, _, _, _ = _run_fake(monkeypatch)
+    assert reason == "the notebook ran longer than 58 s in all"
+    assert client.ran == [1, 3, 4] and judged is None   # at exactly the limit a cell still starts
+
+
+def test_the_observing_client_keeps_each_cell_s_status_and_caps_output(monkeypatch):
+    import asyncio
+    client = _grader._client_class()(nbformat.v4.new_notebook(), km=None, allow_errors=True)
+    client.statuses = {}
+    code = nbformat.v4.new_code_cell("x")
+    error = {"content": {"status": "error", "ename": "E", "evalue": "v"}}
+    asyncio.run(client._check_raise_for_error(code, 3, error))
+    asyncio.run(client._check_raise_for_error(code, 4, {"content": {"status": "ok"}}))
+    asyncio.run(client._check_raise_for_error(code, 5, None))
+    assert client.statuses == {3: ("error", "E", "v"), 4: ("ok", None, None), 5: ("no reply", None, None)}
+    assert client.kept == 0 and client.capped is False
+    base = type(client).__mro__[1]   # nbclient's NotebookClient: it still gets every call, unchanged
+    passed_on = []
+
+    async def checked(self, cell, index, reply):
+        passed_on.append((cell, index, reply))
+        return "raised"
+    monkeypatch.setattr(base, "_check_raise_for_error", checked)
+    assert asyncio.run(client._check_raise_for_error(code, 3, error)) == "raised"
+    assert passed_on == [(code, 3, error)]
+    kept = []
+    monkeypatch.setattr(base, "output", lambda self, outs, msg, d, i: kept.append((outs, msg, d, i)) or "out")
+    small = {"content": {"text": "x" * 10}}
+    size = len(json.dumps(small["content"]))
+    monkeypatch.setattr(_grader, "OUTPUT_CAP", 2 * size)
+    outs = []
+    assert client.output(outs, small, "d1", 4) == "out"
+    client.output(outs, small, None, 5)   # exactly at the cap: kept
+    assert client.output(outs, small, None, 6) is None and client.capped and client.kept == 2 * size
+    assert kept == [(outs, small, "d1", 4), (outs, small, None, 5)]
+
+
+def test_silent_requests_have_no_history_and_their_own_timeout():
+    class Kc:
+        def execute(self, code, **options):
+            self.sent = (code, options)
+            return "msg-1"
+
+    class Client:
+        timeout = 60
+        kc = Kc()
+
+        async def async_wait_for_reply(self, msg_id):
+            self.asked = (msg_id, self.timeout)
+            return self.reply
+    client = Client()
+    client.reply = {"content": {"status": "ok", "user_expressions": {"r": 1}}}
+    assert _grader._silent(client, "x = 1", 5, "1 + 1") == client.reply["content"]
+    assert client.kc.sent == ("x = 1", {"silent": True, "store_history": False, "user_expressions": {"r": "1 + 1"}})
+    assert client.asked == ("msg-1", 5) and client.timeout == 60
+    client.reply = None
+    assert _grader._silent(client, "pass", 3) == {} and client.kc.sent[1]["user_expressions"] is None
+
+
+def test_course_check_sends_each_progress_line_out_at_once_and_uses_the_solutions_folder(monkeypatch, tmp_path):
+    """An instructor watching a class's batch (through a pipe, `| tee`) sees each notebook as it finishes."""
+    import io
+    import sys
+
+    class Stream(io.StringIO):
+        flushed = ""
+
+        def flush(self):
+            self.flushed = self.getvalue()
+
+    stream = Stream()
+    monkeypatch.setattr(sys, "stdout", stream)
+    monkeypatch.setattr(sandbox, "isolation", lambda: "none")
+    two = Grade("a.ipynb", STAGE, [_grader.ExerciseGrade("04.1", True, "fine", 2, 2),
+                                   _grader.ExerciseGrade("04.2", False, "bad", 0, 2)])
+    shown, calls = [], []
+
+    def fake_all(notebooks, stage, *, solutions_dir, timeout, jobs, on_done):
+        calls.append(solutions_dir)
+        shown.append(stream.flushed == stream.getvalue() != "")   # the header is out before grading starts
+        on_done(0, two, None)
+        shown.append(stream.flushed == stream.getvalue())
+        on_done(1, None, "b.ipynb: the grader's worker died")
+        shown.append(stream.flushed == stream.getvalue())
+        return [two], ["b.ipynb: the grader's worker died"]
+    monkeypatch.setattr(_grader, "grade_all", fake_all)
+    assert _grader.cmd_check(_args(notebooks=["a.ipynb", "b.ipynb"], solutions=str(SOLUTION.parent))) == 3
+    assert shown == [True, True, True] and calls == [str(SOLUTION.parent)]
+    assert stream.getvalue().splitlines()[1:5] == ["[1/2] a.ipynb: failed", "    ✓ 04.1  fine", "    ✗ 04.2  bad",
+                                                   "[2/2] b.ipynb: GRADER FAILED"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    stderr = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", stderr)
+    assert _grader.cmd_check(_args(notebooks=["a.ipynb"], solutions=str(empty))) == 3
+    assert stderr.getvalue() == f"course check: there is no solution notebook for stage 04 in {empty}\n"
+
+
+def test_an_answer_may_import_earlier_stages_but_not_its_own_in_the_assembled_notebook():
+    """The stage a refusal is judged against is the exercise's own (04 for ex04_3, 05 for ex05_1)."""
+    trusted4, submission4 = _trusted_04(), load(SOLUTION)
+    cell(submission4, "ex04_3").source = "from course_lib.parsing import parse_reply as parse_action\n"
+    assert _grader.assemble(trusted4, submission4)[1] == {"04.3": [
+        "refused: answer cell 'ex04_3' was not run because it imports course_lib.parsing, the finished version of "
+        "this stage or a later one (see the notebook's note on imports)"]}
+    path5 = _grader.solution_for("05")
+    trusted5, submission5 = load(path5), load(path5)
+    first = next(c for c in submission5.cells if _grader._nbgrader(c).get("solution"))
+    first.source = "from course_lib.parsing import parse_reply\n" + first.source
+    nb, tamper, _ = _grader.assemble(trusted5, submission5)
+    assert tamper == {} and cell(nb, _grader._grade_id(first)).source == first.source
+
+
+def test_judge_never_passes_an_exercise_whose_hidden_tests_are_not_in_the_trusted_notebook():
+    trusted = _trusted_mini()
+    del trusted.cells[4]   # the instructor's notebook lost ex04_1_hidden: nothing proves the answer right
+    g = _grader.judge(trusted, {0: OK, 1: OK, 2: OK, 3: OK, 4: OK}, {"04.1": _seen()}, {}, {"04.1": "validate_action"})
+    assert (g[0].passed, g[0].detail, g[0].points, g[0].max_points) == \
+        (False, "hidden tests did not run (not run)", 0, 0)
+    seen = _seen()
+    del seen["module"]   # a reply without the module: not course_lib's
+    assert _judge(seen=seen).passed
+
+
+def test_run_passes_each_cell_and_the_client_along_and_survives_a_scratch_folder_it_cannot_delete(monkeypatch):
+    import shutil
+    cells = []
+    real_execute = _FakeClient.execute_cell
+
+    def execute(self, cell, index):
+        cells.append((cell, index))
+        if not cell.source.strip():   # as nbclient: an empty cell is not sent, so it has no status
+            self.ran.append(index)
+            return
+        real_execute(self, cell, index)
+    monkeypatch.setattr(_FakeClient, "execute_cell", execute)
+    removed = []
+
+    def rmtree(path, ignore_errors=False):
+        if not ignore_errors:
+            raise PermissionError(f"cannot delete {path}")
+        removed.append(path)
+    monkeypatch.setattr(shutil, "rmtree", rmtree)
+    monkeypatch.setattr(_grader, "may_use", lambda stage: {"04.1": [f"for {stage}"]})
+    import course_lib.courseware.grader as module
+    original_assemble = module.assemble
+
+    def assemble_with_empty_answer(trusted, submission):
+        nb, tamper, notes = original_assemble(trusted, submission)
+        cell(nb, "ex04_2").source = ""
+        return nb, tamper, notes
+    monkeypatch.setattr(module, "assemble", assemble_with_empty_answer)
+    (statuses, judged, notes, reason), client, requests, managers, honest = _run_fake(monkeypatch)
+    assert reason == "" and judged == honest and 7 not in statuses and removed == [managers[0][1]]
+    assert all(c is client.nb.cells[i] for c, i in cells) and client.nb.cells[7].source == ""
+    judge_source = eval(requests[-1][2].split("b.exec(", 1)[1].split(", g)", 1)[0])
+    assert "\nMAY_USE = {'04.1': ['for 04']}\n" in judge_source

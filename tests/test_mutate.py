@@ -33,9 +33,13 @@ def test_each_module_is_measured_against_tests_that_import_it(module, tests):
     assert (ROOT / module).is_file()
     dotted = module.removesuffix(".py").replace("/", ".")
     package, _, name = dotted.rpartition(".")
-    importing = [t for t in tests if re.search(rf"\b{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{name}\b",
+    files = {t.split("::")[0] for t in tests}
+    importing = [t for t in files if re.search(rf"\b{re.escape(dotted)}\b|from {re.escape(package)} import [^\n]*\b{name}\b",
                                               (ROOT / t).read_text(encoding="utf-8"))]
-    assert importing, f"none of {tests} imports {dotted}: mutmut would find no test for its mutants"
+    assert importing, f"none of {sorted(files)} imports {dotted}: mutmut would find no test for its mutants"
+    for test in tests:   # a test named by its node id must still exist
+        file, _, function = test.partition("::")
+        assert not function or re.search(rf"^def {function}\(", (ROOT / file).read_text(encoding="utf-8"), re.M), test
 
 
 def functions(module: str) -> dict[str, list[str]]:

@@ -448,7 +448,8 @@ def _explain_name_error(shell, etype, value, tb, tb_offset=None):
     defines the function (``check("01.1", safe_divide)`` with ``safe_divide`` not defined yet)."""
     shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
     name = getattr(value, "name", None)
-    cell = shell.user_ns.get("In", [""])[-1] if isinstance(shell.user_ns.get("In"), list) else ""
+    history = shell.user_ns.get("In")   # the cells run so far; a learner may have reused the name
+    cell = history[-1] if isinstance(history, list) and history else ""
     if name == "check" and "check(" in cell:
         print("\n→ `check` is not imported yet: run the notebook's first code cell (the imports), then this one.")
     elif name and "check(" in cell:

@@ -213,16 +213,15 @@ def assemble(trusted, submission) -> tuple[object, dict[str, list[str]], list[st
         if problem:
             tamper.setdefault(exercise, []).append(f"cell '{gid}' {problem}")
         if meta.get("solution"):   # the only cells the submission decides
-            source = theirs[0].source if theirs and not problem else SOLUTION.sub(_stub, cell.source)
-            why = refusal(source, _exercise_of(gid)[:2]) if theirs and not problem else None
+            why = None if problem else refusal(theirs[0].source, exercise[:2])
             if why:   # not run at all: the stub stands in for it
                 tamper.setdefault(exercise, []).append(
                     f"refused: answer cell '{gid}' was not run because {why} (see the notebook's note on imports)")
-                source = SOLUTION.sub(_stub, cell.source)
+            source = SOLUTION.sub(_stub, cell.source) if problem or why else theirs[0].source
         else:
             source = cell.source
         cells.append(_copy(cell, source))
-    known = {_grade_id(c) for c in trusted.cells} - {""}
+    known = {_grade_id(c) for c in trusted.cells if _grade_id(c)}
     plain = {c.source.strip() for c in trusted.cells if c.cell_type == "code" and not _grade_id(c)}
     added = [c for c in submission.cells if c.cell_type == "code" and c.source.strip()
              and (_grade_id(c) not in known if _grade_id(c) else c.source.strip() not in plain)]
@@ -277,8 +276,9 @@ def finished(stage: str) -> set[str]:
 
 def may_use(stage: str) -> dict[str, list[str]]:
     """Finished functions an exercise hands to the learner on purpose (its stage module's ``MAY_USE``)."""
+    from importlib import import_module
     try:
-        module = __import__(f"course_lib.courseware.exercises.stage{stage}", fromlist=["MAY_USE"])
+        module = import_module(f"course_lib.courseware.exercises.stage{stage}")
     except ImportError:
         return {}
     return {ex: sorted(names) for ex, names in getattr(module, "MAY_USE", {}).items()}
@@ -354,7 +354,8 @@ def _source(nb, gid: str) -> str:
 
 
 def _exercise_of(gid: str) -> str:   # "ex04_2_hidden" -> "04.2"
-    return gid[2:].split("_")[0] + "." + gid[2:].split("_")[1]
+    stage, number = gid[2:].split("_")[:2]
+    return f"{stage}.{number}"
 
 
 # -- 2. run it in a sandboxed kernel, observing replies from outside ------------------------------------------
@@ -409,7 +410,7 @@ def _silent(client, code: str, timeout: float, expression: str | None = None) ->
     return (reply or {}).get("content", {})
 
 
-def _trusted_shape(data: dict, stage: str, candidates: dict) -> dict | None:
+def _trusted_shape(data: dict, candidates: dict) -> dict | None:
     """The judge's answer, only if it has exactly the shape the grader expects: for every exercise, one row per
     case of the trusted case table, with its label, in order. Anything else is None (the notebook fails)."""
     from .checks import exercise as trusted_exercise
@@ -457,7 +458,7 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
                     if not _nbgrader(cell).get("solution"):   # a trusted cell: undo hooks first
                         _silent(client, "", timeout, _expression(RESET))
                     client.execute_cell(cell, index)
-                    if client.statuses.get(index, ("",))[0] == "error" and client.statuses[index][1] == "TimeoutError":
+                    if client.statuses.get(index, ())[:2] == ("error", "TimeoutError"):   # no status: an empty cell
                         if not _silent(client, "pass", 5):   # still stuck after the interrupt: stop here
                             stuck = _grade_id(cell) or f"cell {index + 1}"   # e.g. ex11_3_check: name the exercise
                             reason = (f"the kernel was still busy {timeout} s after cell '{stuck}' was interrupted "
@@ -470,7 +471,7 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
                     reply = _silent(client, "", timeout, _expression(judge_source))
                     data = reply.get("user_expressions", {}).get("r", {})
                     if data.get("status") == "ok":
-                        judged = _trusted_shape(data, stage, candidates)
+                        judged = _trusted_shape(data, candidates)
                         if judged is None:
                             reason = "the grader's own check came back in a shape it did not send (tampering)"
                     else:
@@ -494,7 +495,7 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
     index = {_grade_id(c): i for i, c in enumerate(trusted.cells) if _grade_id(c)}
     for exercise, name in candidates.items():
         prefix = "ex" + exercise.replace(".", "_")
-        status = lambda gid: statuses.get(index.get(gid, -1), ("not run", None, None))
+        status = lambda gid: statuses.get(index.get(gid), ("not run", None, None))   # no such cell: not run
         seen = (judged or {}).get(exercise) or {}
         result = seen.get("result") or {}
         failing = [row for row in result.get("cases", []) if not row.get("ok")]
@@ -511,7 +512,7 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
         elif seen.get("borrows"):
             detail = (f"`{name}` uses {seen['borrows']}, course_lib's finished version, not your own code: the "
                       "exercise asks you to write it")
-        elif seen.get("module", "").startswith("course_lib") and name not in allowed_reexport:
+        elif str(seen.get("module")).startswith("course_lib") and name not in allowed_reexport:
             detail = (f"`{name}` is course_lib's finished version ({seen['module']}), not your own: the exercise "
                       "asks you to write it")
         elif result.get("error"):
@@ -529,8 +530,8 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
         if passed:
             detail = f"{len(result['cases'])}/{len(result['cases'])} cases passed, hidden tests passed"
         # every failing row: the report shows five and counts the rest
-        grades.append(ExerciseGrade(exercise, passed, detail[:500], points.get(exercise, 0) if passed else 0,
-                                    points.get(exercise, 0), failing))
+        worth = points.get(exercise, 0)   # no hidden-test cell: nothing to earn (and it cannot pass)
+        grades.append(ExerciseGrade(exercise, passed, detail[:500], worth if passed else 0, worth, failing))
     return grades
 
 
@@ -659,7 +660,7 @@ def _report(g: Grade) -> list[str]:
 def cmd_check(args) -> int:
     """Exit status: 0 every exercise of every notebook passed, 1 some failed, 2 usage error, 3 grader failure."""
     import sys
-    stage, solutions_dir = args.stage, getattr(args, "solutions", None)
+    stage, solutions_dir = args.stage, args.solutions   # the parser always sets --solutions (None by default)
     notebooks = args.notebooks or sorted(str(p) for p in (ROOT / "exercises").glob(f"{stage}_*_exercises.ipynb"))
     if not notebooks:
         print(f"course check: no exercise notebook for stage {stage}; give the notebooks' paths", file=sys.stderr)
@@ -679,8 +680,8 @@ def cmd_check(args) -> int:
         if args.json:
             return
         mark = "GRADER FAILED" if problem else "passed" if g.passed else "failed"
-        print(f"[{i + 1}/{total}] {_shown(notebooks[i])}: {mark}", flush=True)
-        print("\n".join(_lines(g) if g else [f"    {problem}"]), flush=True)
+        lines = _lines(g) if g else [f"    {problem}"]
+        print("\n".join([f"[{i + 1}/{total}] {_shown(notebooks[i])}: {mark}", *lines]), flush=True)
 
     grades, problems = grade_all(notebooks, stage, solutions_dir=solutions_dir, timeout=args.timeout,
                                  jobs=args.jobs, on_done=progress)
