@@ -8,14 +8,18 @@ equivalent mutant is one no test could tell apart from the original (listed, wit
 tests/mutation_equivalents.toml).
 
     python scripts/mutate.py                      # every module; scores printed and written to the README
-    python scripts/mutate.py course_lib/tools.py  # one module (or several); survivors listed with their diffs
+    python scripts/mutate.py course_lib/tools.py --show   # one module (or several), each survivor's diff shown
     python scripts/mutate.py --list               # the modules and the tests each is measured against
 
-Not part of `make test`: it takes minutes per module, not seconds.
+Not part of `make test`: it takes minutes per module, not seconds. A module whose code, test files and shared test
+set-up are byte for byte as when it was last measured (in the same scratch folder) is not measured again; --fresh
+measures everything.
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import importlib.metadata
 import json
 import os
 import re
@@ -238,11 +242,24 @@ def is_equivalent(module: str, name: str, diff: str, equivalents: list[dict]) ->
     return None
 
 
-def measure(module: str, jobs: int, show: bool, equivalent_files: list[Path] = (EQUIVALENTS,),
-            scratch: Path = SCRATCH) -> dict:
-    tests = TARGETS[module]
-    folder = prepare(module, tests, scratch)
-    started = time.monotonic()
+def fingerprint(module: str) -> str:
+    """What a module's result depends on: its code, its tests' files, the shared test set-up, and mutmut's version."""
+    digest = hashlib.sha256(importlib.metadata.version("mutmut").encode())
+    for name in [module, "conftest.py", *sorted({test.split("::")[0] for test in TARGETS[module]})]:
+        digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes())
+    digest.update(json.dumps(TARGETS[module]).encode())
+    return digest.hexdigest()
+
+
+def mutants_of(module: str, jobs: int, scratch: Path, fresh: bool) -> tuple[dict, dict, float, bool]:
+    """Every mutant's status and the missed ones' diffs: measured, or the last measurement if nothing it depends on
+    has changed since (unless ``fresh``)."""
+    saved, key = scratch_dir(module, scratch) / "mutants.json", fingerprint(module)
+    if not fresh and saved.exists():
+        cached = json.loads(saved.read_text())
+        if cached["fingerprint"] == key:
+            return cached["statuses"], cached["diffs"], cached["seconds"], True
+    folder, started = prepare(module, TARGETS[module], scratch), time.monotonic()
     with open(folder / "mutmut.log", "w") as log:
         code = run_mutmut(folder, jobs, log)
     meta_file = folder / "mutants" / (module + ".meta")
@@ -252,19 +269,27 @@ def measure(module: str, jobs: int, show: bool, equivalent_files: list[Path] = (
                          + "\n".join(tail))
     statuses = {name: STATUS.get(code, "suspicious")
                 for name, code in json.loads(meta_file.read_text())["exit_code_by_key"].items()}
+    diffs = diffs_of(folder, [name for name, status in statuses.items() if status not in CAUGHT])
+    seconds = round(time.monotonic() - started, 1)
+    saved.write_text(json.dumps({"fingerprint": key, "statuses": statuses, "diffs": diffs, "seconds": seconds}))
+    return statuses, diffs, seconds, False
+
+
+def measure(module: str, jobs: int, show: bool, equivalent_files: list[Path] = (EQUIVALENTS,),
+            scratch: Path = SCRATCH, fresh: bool = True) -> dict:
+    statuses, diffs, seconds, reused = mutants_of(module, jobs, scratch, fresh)
     missed = sorted((name for name, status in statuses.items() if status not in CAUGHT),
                     key=lambda n: (function_of(n), int(n.rsplit("_", 1)[-1])))
-    diffs = diffs_of(folder, missed)
     equivalents = load_equivalents(equivalent_files)
     equivalent = [name for name in missed if is_equivalent(module, name, diffs[name], equivalents)]
     survivors = [name for name in missed if name not in equivalent]
     counted = len(statuses) - len(equivalent)
     caught = counted - len(survivors)
-    result = {"module": module, "tests": tests, "mutants": len(statuses), "equivalent": len(equivalent),
+    result = {"module": module, "tests": TARGETS[module], "mutants": len(statuses), "equivalent": len(equivalent),
               "caught": caught, "survived": len(survivors), "score": caught / counted if counted else 1.0,
-              "seconds": round(time.monotonic() - started, 1),
+              "seconds": seconds, "reused": reused,
               "survivors": {name: {"status": statuses[name], "diff": diffs[name]} for name in survivors}}
-    (folder / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
+    (scratch_dir(module, scratch) / "result.json").write_text(json.dumps(result, indent=1, ensure_ascii=False))
     if show:
         for name in survivors:
             print(f"\n## {name} ({statuses[name]})\n{diffs[name]}")
@@ -298,6 +323,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="another list of known equivalent mutants (TOML, as tests/mutation_equivalents.toml)")
     parser.add_argument("--scratch", type=Path, default=SCRATCH, metavar="FOLDER",
                         help="where the scratch copies go (default: build/mutate)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="measure every module again, even one whose code and tests are as last measured")
     parser.add_argument("--show", action="store_true", help="print each survivor's diff")
     parser.add_argument("--no-readme", action="store_true", help="do not write the scores into README.md")
     args = parser.parse_args(argv)
@@ -314,10 +341,11 @@ def main(argv: list[str] | None = None) -> int:
     for number, module in enumerate(modules, 1):
         print(f"[{number}/{len(modules)}] {module} against {' '.join(TARGETS[module])}", flush=True)
         result = measure(module, args.jobs, show=args.show, equivalent_files=args.equivalents,
-                         scratch=args.scratch)
+                         scratch=args.scratch, fresh=args.fresh)
         results.append(result)
         print(f"    {result['score']:.1%}: {result['caught']} of {result['mutants'] - result['equivalent']} caught "
-              f"({result['equivalent']} known equivalent, {result['survived']} survived) in {result['seconds']} s",
+              f"({result['equivalent']} known equivalent, {result['survived']} survived) "
+              + ("as last measured: code and tests unchanged" if result["reused"] else f"in {result['seconds']} s"),
               flush=True)
     print("\n" + table(results))
     if not args.modules and not args.no_readme:

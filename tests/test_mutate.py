@@ -153,3 +153,7 @@ def test_one_module_end_to_end(tmp_path):
     assert f"{result['score']:.1%}: {result['caught']} of {result['mutants'] - result['equivalent']} caught" in done.stdout
     assert (done.returncode == 0) == (result["score"] >= mutate.GOAL)
     assert (ROOT / "README.md").read_text(encoding="utf-8") == readme   # one module given: the README is left alone
+    again = subprocess.run([sys.executable, "scripts/mutate.py", "course_lib/registry.py", "--scratch", str(tmp_path)],
+                           cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert "as last measured: code and tests unchanged" in again.stdout   # nothing changed: not measured again
+    assert json.loads((tmp_path / "course_lib_registry" / "result.json").read_text())["caught"] == result["caught"]
