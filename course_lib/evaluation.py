@@ -89,8 +89,8 @@ def _task_problem(task: dict, known: list) -> str | None:   # the first problem 
     kind, values = check["type"], check.get("value") if isinstance(check.get("value"), list) else [check.get("value")]
     if unknown := _keys(check, ("type", *sorted(CHECKS[kind]))):
         return f"the {kind} check has {unknown}"
-    if kind == "number" and not (_is_number(check.get("value")) and _is_number(check.get("tolerance", 0))
-                                 and check.get("tolerance", 0) >= 0):
+    if kind == "number" and not (_is_number(check.get("value")) and ("tolerance" not in check or (
+            _is_number(check["tolerance"]) and check["tolerance"] >= 0))):
         return "the number check needs a numeric 'value' and a 'tolerance' of 0 or more"
     if kind in ("exact", "contains") and not (values and all(isinstance(v, str) and v for v in values)):
         return f"the {kind} check needs a 'value': text (for contains, a list of texts also works)"
@@ -221,7 +221,7 @@ def _judged(messages) -> str:
     return messages[-1]["content"].rpartition("Answer:\n")[2]
 
 
-def _verdict(ok: bool, feedback: str = "") -> str:
+def _verdict(ok: bool, feedback: str) -> str:
     return json.dumps({"ok": ok, **({} if ok else {"feedback": feedback})})
 
 
@@ -266,9 +266,9 @@ def _act(tool: str, args: dict) -> str:
 def _last_number(messages):
     """The newest observation that is a bare number (a calculator result), as an int or float."""
     for m in reversed(messages):
-        text = str(m.get("content") or "").removeprefix("Observation: ").strip()
+        text = str(m.get("content")).removeprefix("Observation: ").strip()   # None is "None": no number
         if m["role"] == "user" and re.fullmatch(r"-?\d+(\.\d+)?(e[-+]?\d+)?", text):
-            return int(text) if text.lstrip("-").isdigit() else float(text)
+            return int(text) if re.fullmatch(r"-?\d+", text) else float(text)
     return None
 
 
@@ -448,7 +448,7 @@ def compare(old: list[dict], new: list[dict]) -> list[dict]:
     from ``new``, with ``after`` None: a run that lost tasks, say to Ctrl-C, must not look better) or ``fix``
     (higher). Tasks only in ``new`` have nothing to compare with."""
     before, after = ({task: sum(p) / len(p) for task, p in _by_task(results).items()} for results in (old, new))
-    return [{"task": task, "change": "fix" if after.get(task, -1) > share else "regression", "before": share,
+    return [{"task": task, "change": "fix" if task in after and after[task] > share else "regression", "before": share,
              "after": after.get(task)} for task, share in before.items() if after.get(task) != share]
 
 

@@ -74,7 +74,7 @@ def _fits(value, kind: str) -> bool:
         return type(value) is int or (type(value) is float and value.is_integer())
     if kind == "number":
         return type(value) in (int, float)
-    return type(value) is _TYPES.get(kind, object)
+    return type(value) is _TYPES.get(kind)   # a type this code does not know: nothing fits it
 
 
 def schema_problems(schema: Mapping, value, where: str = "arguments") -> list[str]:
@@ -129,7 +129,7 @@ def build_server(tools: Mapping[str, Callable] | None = None, name: str = "cours
         if params.name not in tools:   # a protocol error (spec: server/tools, "Error Handling")
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}. Available tools: {', '.join(tools)}.")
         seen = await anyio.to_thread.run_sync(dispatch, tools, params.name, params.arguments or {})   # stage 05
-        return types.CallToolResult(content=[types.TextContent(type="text", text=seen.content)], is_error=seen.is_error)
+        return types.CallToolResult(content=[types.TextContent(text=seen.content)], is_error=seen.is_error)
 
     from . import __version__
     return Server(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
@@ -153,7 +153,7 @@ def refusal(line: str) -> dict | None:
     if "id" in message and type(n) not in (int, str):
         return error(-32600, None, "Invalid Request: an id is a string or an integer (MCP: never null)")
     try:
-        jsonrpc_message_adapter.validate_python(message, by_name=False)
+        jsonrpc_message_adapter.validate_python(message)   # (no field of the envelope has an alias)
         return None
     except ValueError:
         if message.get("jsonrpc") != "2.0" or not isinstance(message.get("method"), str):
@@ -179,7 +179,7 @@ def serve(tools: Mapping[str, Callable] | None = None) -> None:
                 if line.strip() and (answer := refusal(line)) is not None:
                     await refused.send(json.dumps(answer, ensure_ascii=False))
                 elif line.strip():
-                    message = jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False)   # as refusal
+                    message = jsonrpc_message_adapter.validate_python(json.loads(line))   # as refusal did
                     if isinstance(message, JSONRPCRequest):
                         running.add(repr(message.id))
                     elif getattr(message, "method", None) == "notifications/cancelled":   # never answered
@@ -194,7 +194,7 @@ def serve(tools: Mapping[str, Callable] | None = None) -> None:
             if isinstance(item, SessionMessage):
                 if not hasattr(item.message, "method"):   # an answer, not a request or notification of the SDK's
                     running.discard(repr(item.message.id))
-                item = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                item = item.message.model_dump_json(exclude_unset=True)   # result and params are dicts already
             await out.write(item + "\n")
             await out.flush()
 
@@ -345,7 +345,7 @@ def _hint(schema: Mapping):
             hints.append(_TYPES.get(kind, typing.Any))
     if not hints or typing.Any in hints:
         return typing.Any
-    return hints[0] if len(hints) == 1 else typing.Union[tuple(hints)]
+    return typing.Union[tuple(hints)]   # of one type: that type
 
 
 def as_function(tool: Mapping, call: Callable[[str, dict], Mapping]) -> Callable:

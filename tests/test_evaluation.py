@@ -9,8 +9,8 @@ from course_lib import ScriptedModel
 from course_lib.agent import Agent
 from course_lib.evaluation import (CHECKS, SCRIPTED, RateLimitError, careful, chatty_judge, check_task, compare,
                                    first_number, grade_answer, grade_trajectory, is_rate_limit, judge_answer,
-                                   judge_demo, left_to_right, length_judge, lenient_judge, load_tasks, looping,
-                                   run_suite, run_task, sloppy, summarise, with_retries, Interrupted)
+                                   judge_demo, left_to_right, length_judge, lenient_judge, load_results, load_tasks,
+                                   looping, run_suite, run_task, sloppy, summarise, with_retries, Interrupted)
 from course_lib.models.base import ModelError
 
 TASKS = load_tasks()
@@ -374,8 +374,9 @@ def test_load_results_reads_the_runs_a_file_saved_and_refuses_a_summary(tmp_path
     path.write_text(json.dumps({"model": "careful", "summary": summarise(runs), "results": runs}), encoding="utf-8")
     assert load_results(path) == runs
     path.write_text(json.dumps({"model": "careful", "summary": summarise(runs)}), encoding="utf-8")
-    with pytest.raises(ValueError, match='holds no "results"'):
+    with pytest.raises(ValueError) as refused:
         load_results(path)
+    assert str(refused.value) == 'it holds no "results": compare files saved with --out (a --json summary has no runs)'
     path.write_text(json.dumps({"results": [{"task": "a"}]}), encoding="utf-8")
     with pytest.raises(ValueError, match=r"results\[0\] is not a run record"):
         load_results(path)
@@ -386,7 +387,7 @@ def test_ctrl_c_keeps_the_finished_runs_cancels_the_rest_and_stops_runs_under_wa
     """Two jobs: tasks 0 and 1 finish, the Ctrl-C arrives as the second result is reported, and any task started
     after them (2 or 3, whichever a worker picked up meanwhile) is held in its first model call by a gate."""
     import threading
-    gate, made, calls = threading.Event(), [], {}
+    gate, made, calls, released = threading.Event(), [], {}, []
 
     def make(task):
         made.append(task["id"])
@@ -396,6 +397,7 @@ def test_ctrl_c_keeps_the_finished_runs_cancels_the_rest_and_stops_runs_under_wa
             calls[task["id"]] = calls.get(task["id"], 0) + 1
             if task["id"] not in (TASKS[0]["id"], TASKS[1]["id"]):
                 gate.wait(timeout=30)   # a hang guard only: the test opens the gate itself
+                released.append(task["id"])
             return inner(messages)
         return model
 
@@ -408,6 +410,7 @@ def test_ctrl_c_keeps_the_finished_runs_cancels_the_rest_and_stops_runs_under_wa
     try:
         with pytest.raises(KeyboardInterrupt) as stopped:
             run_suite(TASKS, make, jobs=2, on_result=on_result)
+        assert released == []   # Ctrl-C returns at once: it does not wait for the runs under way to end
     finally:
         gate.set()
     error = stopped.value
@@ -558,3 +561,352 @@ def test_any_malformed_task_is_a_value_error_never_another_exception():
         except ValueError as e:
             assert str(e).startswith("task "), e
     check()
+
+
+# ---------------------------------------------------------------- exact sentences, edges and defaults
+# (each pins behaviour a learner or an instructor relies on: what an error says, where a limit lies, what a
+# default is; mutation testing, scripts/mutate.py, found them untested)
+ALLOWED = "id, goal, check, required_tools, forbidden_tools, max_steps, max_cost, reference"
+
+
+@pytest.mark.parametrize("bad, message", [
+    ({"goal": "g"}, "task None: a task needs an 'id' (text)"),
+    (dict(task({"type": "exact", "value": "1"}), id=""), "task '': a task needs an 'id' (text)"),
+    (task({"type": "exact", "value": "1"}, forbiden_tools=[], notes="x"),
+     f"task 't': unknown key(s) 'forbiden_tools', 'notes'; it may have {ALLOWED}"),
+    (task({"type": "number", "value": 3, "tolerence": 1, "unit": "x"}),
+     "task 't': the number check has unknown key(s) 'tolerence', 'unit'; it may have type, tolerance, value"),
+    (dict(task({"type": "exact", "value": "1"}), goal=" "), "task 't': 'goal' must be non-empty text"),
+    (task({"type": "number", "value": 1, "tolerance": -0.1}),
+     "task 't': the number check needs a numeric 'value' and a 'tolerance' of 0 or more"),
+    (task({"type": "number", "value": 1, "tolerance": "1"}),
+     "task 't': the number check needs a numeric 'value' and a 'tolerance' of 0 or more"),
+    (task({"type": "exact", "value": 5}),
+     "task 't': the exact check needs a 'value': text (for contains, a list of texts also works)"),
+    (task({"type": "exact", "value": "1"}, max_steps=0), "task 't': 'max_steps' must be a positive whole number"),
+    (task({"type": "exact", "value": "1"}, max_cost=0), "task 't': 'max_cost' must be a positive number of dollars"),
+    (task({"type": "exact", "value": "1"}, required_tools=["lookup"], forbidden_tools=["lookup"]),
+     "task 't': no tool can be in both 'required_tools' and 'forbidden_tools'"),
+    (task({"type": "exact", "value": "1"}, reference={"calls": []}),
+     "task 't': 'reference' must be a dict with 'calls' (a list of [tool, {args}] pairs) and an 'answer' (text)"),
+    (task({"type": "exact", "value": "1"}, reference={"calls": [["조회"]], "answer": "1"}),
+     'task \'t\': reference call 1 must be a [tool, {args}] pair, not ["조회"]'),
+    (task({"type": "exact", "value": "1"}, reference={"calls": [], "answer": "{reslt}"}),
+     "task 't': the reference 'answer' may use only {result}, the last calculator result (KeyError: 'reslt')"),
+])
+def test_a_broken_task_is_refused_with_this_exact_sentence(bad, message):
+    with pytest.raises(ValueError) as refused:
+        check_task(bad)
+    assert str(refused.value) == message
+
+
+def test_the_smallest_valid_task_needs_no_tolerance_reference_or_tools_and_one_step_is_enough():
+    assert check_task(task({"type": "exact", "value": "1"}, max_steps=1)) is None
+    assert check_task(task({"type": "number", "value": 3})) is None                     # tolerance 0 by default
+    assert check_task(task({"type": "number", "value": 3, "tolerance": 0})) is None
+    assert check_task(task({"type": "contains", "value": "a"})) is None                   # a text, not a list
+
+
+def test_a_suite_file_is_checked_against_the_tools_it_is_loaded_with(tmp_path):
+    own = task({"type": "exact", "value": "1"}, required_tools=["weather"])
+    path = tmp_path / "tasks.json"
+    path.write_text(json.dumps([own]), encoding="utf-8")
+    assert load_tasks(path, tools={"weather": None}) == [own]
+    with pytest.raises(ValueError, match="'weather' is not one of the tools"):
+        load_tasks(path)
+
+
+def test_task_and_result_files_are_read_as_utf_8_whatever_the_locale(tmp_path, monkeypatch):
+    """On Windows the locale's encoding is cp1252: Korean goals must still load as written."""
+    import io
+    tasks, runs = [dict(BY_ID["refund-window-ko"])], [fake("환불", True)]
+    (tmp_path / "tasks.json").write_text(json.dumps(tasks, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "run.json").write_text(json.dumps({"results": runs}, ensure_ascii=False), encoding="utf-8")
+    real = io.text_encoding
+    monkeypatch.setattr(io, "text_encoding", lambda encoding, *rest: real(encoding or "latin-1", *rest))
+    assert load_tasks(tmp_path / "tasks.json") == tasks
+    assert load_results(tmp_path / "run.json") == runs
+
+
+def test_check_descriptions_are_the_words_a_grade_and_a_judge_show():
+    from course_lib.evaluation import describe_check
+    assert describe_check({"type": "exact", "value": "1024"}) == "exactly '1024'"
+    assert describe_check({"type": "number", "value": 168}) == "the number 168 (± 0)"
+    assert describe_check({"type": "number", "value": 3.5, "tolerance": 0.1}) == "the number 3.5 (± 0.1)"
+    assert describe_check({"type": "contains", "value": ["09:00", "18:00"]}) == "text containing ['09:00', '18:00']"
+    assert describe_check({"type": "regex", "pattern": "^no"}) == "text matching the pattern '^no'"
+
+
+def test_each_grade_says_why_in_words():
+    exact, hours = {"type": "exact", "value": "1024"}, {"type": "contains", "value": ["09:00", "18:00"]}
+    assert grade_answer(task(exact), "1024") == {"passed": True, "why": "exactly '1024'"}
+    assert grade_answer(task(exact), "1023") == {"passed": False, "why": "not exactly '1024'"}
+    assert grade_answer(task(hours), "09:00-18:00") == {"passed": True, "why": "contains every expected text"}
+    assert grade_answer(task(hours), "09:00-17:00") == {"passed": False, "why": "missing ['18:00']"}
+    assert grade_answer(task({"type": "number", "value": 168, "tolerance": 0.5}), "no idea") == {
+        "passed": False, "why": "no number in the answer; expected the number 168 (± 0.5)"}
+    assert grade_answer(task({"type": "number", "value": 168}), "169") == {
+        "passed": False, "why": "found 169; expected the number 168 (± 0)"}   # no tolerance: exactly
+
+
+def test_no_answer_is_empty_text_for_every_check():
+    for check in ({"type": "regex", "pattern": "."}, {"type": "contains", "value": "n"},
+                  {"type": "contains", "value": "x"}, {"type": "exact", "value": "None"}):
+        assert not grade_answer(task(check), None)["passed"], check
+
+
+def test_the_float_slack_of_a_number_check_is_a_billionth_of_the_value_at_least_of_one():
+    zero = {"type": "number", "value": 0, "tolerance": 0}
+    assert passes(zero, "0.000000001") and not passes(zero, "0.000000002")
+    big = {"type": "number", "value": 1048576, "tolerance": 0}   # slack 0.001048576
+    assert passes(big, "1048576.001") and not passes(big, "1048576.002")
+
+
+# ---------------------------------------------------------------- trajectories, judges: exact words and edges
+def test_a_run_that_costs_exactly_max_cost_is_within_it_and_problems_are_joined_with_semicolons():
+    from course_lib.evaluation import cost_of
+    t = BY_ID["unit-price-7"]
+    good = run_script([act("lookup", topic="unit price"), act("calculator", expression="24*7"),
+                       act("finish", answer="168")], t)
+    assert grade_trajectory(dict(t, max_cost=cost_of(good)["cost"]), good)["passed"]
+    bad = run_script([act("search_docs", query="price"), act("finish", answer="168")], t)
+    assert grade_trajectory(t, bad)["why"] == "never called lookup, calculator; called forbidden search_docs"
+
+
+def test_judges_verdicts_read_as_documented():
+    price, confident = BY_ID["unit-price-7"], "Definitely 186 dollars: I checked the price list twice, carefully."
+    assert judge_answer(price, "168", lambda m: '{"ok": true}') == {
+        "passed": True, "why": "the judge accepted it", "readable": True}
+    assert judge_answer(price, confident, lenient_judge) == {
+        "passed": True, "why": "the judge accepted it", "readable": True}   # an accepting verdict has no feedback
+    assert judge_answer(price, "It cannot be computed.", lenient_judge) == {
+        "passed": False, "why": "the answer is not confident", "readable": True}
+    assert judge_answer(price, "168", length_judge) == {
+        "passed": False, "why": "the answer is too brief to be complete", "readable": True}
+
+
+@pytest.mark.parametrize("answer", ["I am not sure.", "It cannot be done.", "I can't tell.", "It might be 168.",
+                                    "Maybe 168.", "Unknown.", "잘 모르겠습니다.", "정보가 없습니다."])
+def test_the_lenient_judge_fails_every_hedge_in_any_case(answer):
+    assert not judge_answer(BY_ID["unit-price-7"], answer.upper() if answer.isascii() else answer,
+                            lenient_judge)["passed"]
+    assert not judge_answer(BY_ID["unit-price-7"], answer, lenient_judge)["passed"]
+
+
+def prompt(goal, answer):
+    return [{"role": "user", "content": f"Goal:\n{goal}\n\nAnswer:\n{answer}"}]
+
+
+def test_the_length_judge_passes_40_characters_and_reads_only_the_answer_of_the_last_message():
+    assert json.loads(length_judge(prompt("g", "x" * 40))) == {"ok": True}
+    assert json.loads(length_judge(prompt("g", "x" * 39))) == {
+        "ok": False, "feedback": "the answer is too brief to be complete"}
+    quoted = prompt("Reply in the form 'Answer:\n<number>', and explain the number at length.", "1024")
+    assert json.loads(length_judge(quoted))["ok"] is False   # the goal quoting "Answer:" is not the answer
+
+
+def test_the_chatty_judge_means_a_pass_but_says_it_in_prose():
+    reply = chatty_judge(prompt("g", "168"))
+    assert reply.startswith("Looks good to me!") and reply.endswith("I would give it a pass.") and "{" not in reply
+
+
+def test_judge_demo_is_the_table_lesson_12_prints():
+    confident = "Definitely 186 dollars: seven units at $24 each, I checked the price list carefully."
+    honest = "It cannot be computed: division by zero is undefined."
+    cases = [("unit-price-7", "168 dollars.", True, [True, False, False]),
+             ("unit-price-7", confident, False, [True, True, False]),
+             ("divide-by-zero", honest, True, [False, True, False]),
+             ("power-of-two", "1024", True, [True, False, False])]
+    rows = judge_demo()
+    assert [set(r) for r in rows] == [{"task", "answer", "judge", "rule", "judge_says", "agrees", "why"}] * 12
+    assert [(r["task"], r["answer"], r["judge"], r["rule"], r["judge_says"]) for r in rows] == [
+        (task_id, answer, judge, rule, says) for task_id, answer, rule, verdicts in cases
+        for judge, says in zip(["lenient_judge", "length_judge", "chatty_judge"], verdicts)]
+    assert [rows[k]["why"] for k in (0, 1, 6)] == [
+        "the judge accepted it", "the answer is too brief to be complete", "the answer is not confident"]
+
+
+# ---------------------------------------------------------------- the scripted stand-ins
+def test_the_stand_ins_are_named_after_their_style_and_task_and_write_korean_as_korean():
+    trip = BY_ID["trip-cap-ko"]
+    assert [make(trip).__name__ for make in (careful, sloppy, looping)] == [
+        "careful(trip-cap-ko)", "sloppy(trip-cap-ko)", "looping(trip-cap-ko)"]
+    assert careful(trip)(prompt(trip["goal"], "")) == '{"tool": "search_docs", "args": {"query": "출장"}}'
+
+
+def test_sloppy_searches_the_documents_for_the_topic_it_should_have_looked_up():
+    assert sloppy(BY_ID["unit-price-7"])(prompt("g", "")) == act("search_docs", query="unit price")
+
+
+@pytest.mark.parametrize("observation, answer", [("-5", "-5"), ("1.5e+20", "1.5e+20"), ("2.5", "2.5")])
+def test_the_careful_answer_uses_the_last_calculator_result_as_it_was_written(observation, answer):
+    two = BY_ID["power-of-two"]   # one call, then "{result}"
+    messages = [{"role": "user", "content": "Observation: 7"}, {"role": "assistant", "content": "..."},
+                {"role": "user", "content": f"Observation: {observation}"}, {"role": "user", "content": None}]
+    assert careful(two)(messages) == act("finish", answer=answer)
+
+
+def test_left_to_right_leaves_an_expression_without_numbers_as_it_is():
+    assert left_to_right("") == "" and left_to_right("pi") == "pi"
+
+
+# ---------------------------------------------------------------- the runner: defaults, records, budgets
+@pytest.fixture
+def no_sleep(monkeypatch):
+    """with_retries sleeps between attempts: record the pauses instead (and each wrapper's latency)."""
+    from course_lib import evaluation
+    waits, latencies = [], []
+
+    class Recording(evaluation.with_retries):
+        def __init__(self, model, **options):
+            super().__init__(model, **options, sleep=waits.append)
+            latencies.append(self.latency_ms)
+    monkeypatch.setattr(evaluation, "with_retries", Recording)
+    return waits, latencies
+
+
+def always_rate_limited(task):
+    def model(messages):
+        raise RateLimitError("429: slow down")
+    return model
+
+
+def test_runs_retry_a_rate_limit_three_times_after_half_a_second_doubling_by_default(no_sleep):
+    waits, latencies = no_sleep
+    result = run_task(BY_ID["warranty"], always_rate_limited)
+    assert (waits, latencies, result["retries"], result["repeat"]) == ([0.5, 1.0, 2.0], [0], 3, 0)
+    waits.clear()
+    [result] = run_suite([BY_ID["warranty"]], always_rate_limited)
+    assert (waits, result["retries"]) == ([0.5, 1.0, 2.0], 3)
+    waits.clear()
+    [result] = run_suite([BY_ID["warranty"]], always_rate_limited, retries=1, backoff=0.25)
+    assert (waits, result["retries"]) == ([0.25], 1)
+    assert result["stop_reason"] == "model_error" and "429: slow down" in result["error"]
+
+
+def test_by_default_a_suite_runs_one_task_at_a_time_in_a_run_suite_thread():
+    import threading
+    names = set()
+
+    def make(t):
+        inner = careful(t)
+
+        def model(messages):
+            names.add(threading.current_thread().name)
+            return inner(messages)
+        return model
+    assert all(r["passed"] for r in run_suite(TASKS[:6], make))
+    assert names == {"run_suite_0"}
+
+
+@pytest.mark.parametrize("jobs, repeat", [(0, 1), (1.5, 1), (True, 1), (1, 0), (1, 2.5)])
+def test_jobs_and_repeat_must_be_positive_whole_numbers(jobs, repeat):
+    with pytest.raises(ValueError) as refused:
+        run_suite(TASKS[:1], careful, jobs=jobs, repeat=repeat)
+    assert str(refused.value) == f"jobs and repeat must be positive whole numbers, not {jobs!r} and {repeat!r}"
+
+
+def temperature(city: str) -> str:
+    """The temperature in a city, in degrees Celsius.
+
+    Args:
+        city: the city's name
+    """
+    return "21"
+
+
+def test_a_suite_runs_with_the_tools_it_is_given():
+    own = {"id": "w", "goal": "How warm is it in Seoul?", "check": {"type": "number", "value": 21},
+           "required_tools": ["temperature"], "max_steps": 3,
+           "reference": {"calls": [["temperature", {"city": "Seoul"}]], "answer": "{result}°C"}}
+    tools = {"temperature": temperature}
+    assert run_task(own, careful, tools=tools)["answer"] == "21°C"
+    assert [r["answer"] for r in run_suite([own], careful, tools=tools)] == ["21°C"]
+
+
+def test_max_cost_is_a_budget_the_agent_stops_at_before_the_call_that_would_go_over():
+    result = run_task(dict(BY_ID["power-of-two"], max_cost=1e-6), careful)
+    assert result["stop_reason"] == "budget" and result["steps"] == 0 and not result["passed"]
+
+
+def test_a_run_without_an_answer_or_an_agent_records_zeros_and_why():
+    stuck = run_task(BY_ID["warranty"], looping)
+    assert (stuck["answer_ok"], stuck["why"][0], stuck["answer"]) == (False, "no answer", None)
+
+    def no_model(t):
+        raise KeyError("no such model")
+    start = time.perf_counter()
+    failed = run_task(TASKS[0], no_model)
+    took = time.perf_counter() - start
+    assert {k: failed[k] for k in ("passed", "answer_ok", "trajectory_ok", "why", "steps", "input_tokens",
+                                   "output_tokens", "cost", "stop_reason", "retries", "answer")} == {
+        "passed": False, "answer_ok": False, "trajectory_ok": False, "why": ["no answer", "KeyError: 'no such model'"],
+        "steps": 0, "input_tokens": 0, "output_tokens": 0, "cost": 0.0, "stop_reason": None, "retries": 0,
+        "answer": None}
+    assert 0 <= failed["seconds"] <= took
+
+
+def test_a_summary_of_no_runs_is_all_zeros_and_names_every_figure():
+    assert summarise([]) == {"runs": 0, "tasks": 0, "k": 0, "passed": 0, "pass_rate": 0.0, "pass^k": 0.0,
+                             "mean_steps": 0.0, "input_tokens": 0, "output_tokens": 0, "total_tokens": 0, "cost": 0,
+                             "stop_reasons": {}}
+    s = summarise([fake("a", True), fake("a", False, 1), fake("b", True)])
+    assert (s["tasks"], s["passed"], s["input_tokens"], s["output_tokens"]) == (2, 2, 300, 30)
+
+
+def test_results_that_are_not_a_list_are_named():
+    with pytest.raises(ValueError, match="results must be a list of run records, not a dict"):
+        compare({"results": []}, [])
+
+
+# ---------------------------------------------------------------- with_retries: defaults, tools, causes
+class NativeModel:
+    """A model with complete(messages, tools) that answers in native tool calls."""
+    native_tools = True
+
+    def __init__(self):
+        self.tools = []
+
+    def complete(self, messages, tools):
+        self.tools.append(tools)
+        return "done"
+
+
+def test_with_retries_passes_the_tools_and_the_native_flag_through_and_waits_no_latency_by_default():
+    native = NativeModel()
+    wrapped = with_retries(native)
+    assert wrapped.complete([], [{"name": "lookup"}]).text == "done" and native.tools == [[{"name": "lookup"}]]
+    assert wrapped.native_tools is True and wrapped.latency_ms == 0
+    assert with_retries(lambda messages: "x").native_tools is False
+
+
+def test_with_retries_by_default_waits_half_a_second_then_doubles_three_times():
+    waits = []
+    wrapped = with_retries(ScriptedModel([RateLimitError("slow")] * 5), sleep=waits.append)
+    with pytest.raises(ModelError, match="slow"):
+        wrapped.complete([])
+    assert waits == [0.5, 1.0, 2.0] and wrapped.retried == 3
+
+
+def test_with_retries_keeps_a_model_error_as_it_is_and_another_error_as_its_cause():
+    def raising(error):
+        def model(messages):
+            raise error
+        return model
+    original = ModelError("quota exceeded")
+    with pytest.raises(ModelError) as raised:
+        with_retries(raising(original)).complete([])
+    assert raised.value is original and raised.value.__cause__ is None
+    fire = RuntimeError("GPU on fire")
+    with pytest.raises(ModelError) as raised:
+        with_retries(raising(fire)).complete([])
+    assert str(raised.value) == "RuntimeError: GPU on fire" and raised.value.__cause__ is fire
+
+
+def test_a_stopped_wrapper_says_exactly_why():
+    import threading
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(ModelError) as raised:
+        with_retries(ScriptedModel(["x"]), stop=stop).complete([])
+    assert str(raised.value) == "not called: the run was interrupted (Ctrl-C)"

@@ -277,8 +277,50 @@ def misbehaving(tmp_path):
     return [sys.executable, str(script)]
 
 
-def test_a_tool_that_hangs_is_an_error_observation_after_the_timeout_and_the_server_goes_on(misbehaving):
-    with connect_mcp(misbehaving, timeout=2) as tools:
+# A server without the SDK, so that it starts at once: the 2-second timeout also bounds its start, which a busy
+# machine can stretch past 2 seconds for a server that imports the SDK. It never answers a call of "hang" (the
+# course's own server keeps answering while a tool is busy: test_serve_keeps_a_tool_away_from_the_client_s_pipes...).
+HANGING = '''
+import json, sys
+
+def text(value):
+    return {"content": [{"type": "text", "text": value}], "isError": False}
+
+TOOLS = [{"name": name, "description": name, "inputSchema": {"type": "object", "properties": properties}}
+         for name, properties in (("noisy", {}), ("hang", {}), ("crash", {}), ("echo", {"text": {"type": "string"}}))]
+for line in sys.stdin:
+    message = json.loads(line)
+    method, params = message.get("method"), message.get("params") or {}
+    if "id" not in message:
+        continue   # a notification (initialized, cancelled): no answer
+    if method == "initialize":
+        result = {"protocolVersion": params["protocolVersion"], "capabilities": {"tools": {}},
+                  "serverInfo": {"name": "hanging", "version": "1"}}
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    elif params.get("name") == "hang":
+        continue   # as a tool that never returns
+    elif params.get("name") == "noisy":
+        print("Traceback: an earlier call went wrong", file=sys.stderr, flush=True)
+        result = text("said it")
+    elif params.get("name") == "crash":
+        print("about to crash", file=sys.stderr, flush=True)
+        sys.exit(3)
+    else:
+        result = text(params["arguments"]["text"])
+    print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+'''
+
+
+@pytest.fixture
+def hanging(tmp_path):
+    script = tmp_path / "hanging_server.py"
+    script.write_text(HANGING, encoding="utf-8")
+    return [sys.executable, str(script)]
+
+
+def test_a_tool_that_hangs_is_an_error_observation_after_the_timeout_and_the_server_goes_on(hanging):
+    with connect_mcp(hanging, timeout=2) as tools:
         hung = dispatch(tools, "hang", {})
         assert hung.is_error and "did not answer: no answer within 2 seconds" in hung.content
         assert dispatch(tools, "echo", {"text": "still here"}).content == "still here"
@@ -351,6 +393,47 @@ def test_tool_to_mcp_is_stage_03_s_spec_under_mcp_s_names():
 ])
 def test_from_mcp_result(result, expected):
     assert from_mcp_result(result) == expected
+
+
+def test_a_block_without_text_uri_or_mime_type_is_named_not_shown_and_tool_names_may_be_upper_case():
+    assert from_mcp_result({"content": [{"type": "audio"}]}) == ("[audio: not shown]", False)
+    calc = default_tools()["calculator"]
+    assert tool_to_mcp("Calc_V2", calc)["name"] == "Calc_V2" and tool_to_mcp("x" * 128, calc)["name"] == "x" * 128
+    with pytest.raises(ValueError) as refused:
+        tool_to_mcp("two words", calc)
+    assert str(refused.value) == "'two words' is not a good MCP tool name: use 1 to 128 letters, digits, _, - or ."
+
+
+def test_a_json_type_python_has_no_name_for_is_any():
+    func = as_function({"name": "t", "inputSchema": {"type": "object", "properties": {"x": {"type": "decimal"}}}},
+                       lambda n, a: {})
+    assert typing.get_type_hints(func)["x"] is typing.Any
+
+
+def test_a_tool_listed_without_a_schema_takes_no_arguments_and_every_problem_is_named():
+    bare = as_function({"name": "now"}, lambda n, a: {"content": [{"type": "text", "text": f"{n} {a}"}]})
+    assert bare.input_schema == {"type": "object"} and bare() == "now {}"
+    assert bare.__name__ == "now" and bare.__doc__ == "The MCP tool now (its server gave no description)."
+    assert schema_problems({"type": "number"}, 3) == [] and schema_problems({"type": "number"}, 2.5) == []
+    book = as_function({"name": "book", "inputSchema": SCHEMA}, lambda n, a: {})
+    with pytest.raises(ToolError) as refused:
+        book(city="Tokyo", nights=0)
+    assert str(refused.value) == ('the arguments do not fit the tool\'s input schema: arguments.city must be one of '
+                                  '"Busan", "Seoul"; arguments.nights must be at least 1')
+
+
+def test_schema_problems_at_the_edges_lists_every_problem_and_writes_korean_as_korean():
+    assert schema_problems(SCHEMA, {"city": "Busan", "nights": 1}) == [] == schema_problems(SCHEMA, {
+        "city": "Busan", "nights": 30})   # minimum and maximum are inclusive
+    assert schema_problems({"type": "number"}, True) == ["arguments must be number, not boolean"]
+    assert schema_problems({"type": "decimal"}, 1) == ["arguments must be decimal, not integer"]
+    assert schema_problems({"enum": ["서울", "부산"]}, "x") == ['arguments must be one of "서울", "부산"']
+    other = {"type": "object", "required": ["a"], "additionalProperties": {"type": "integer"}}
+    assert schema_problems(other, {"b": "x", "c": "y"}) == [
+        "arguments is missing 'a'", "arguments.b must be integer, not string", "arguments.c must be integer, not string"]
+    assert schema_problems({"type": "array", "items": {"type": "integer"}}, [1, "a", "b"]) == [
+        "arguments[1] must be integer, not string", "arguments[2] must be integer, not string"]
+    assert schema_problems({"type": "string", "items": {"type": "integer"}}, "ab") == []   # items: lists only
 
 
 def test_from_mcp_result_refuses_what_is_not_a_result():
@@ -537,10 +620,15 @@ def test_tools_from_a_server_combine_with_the_course_s_own_in_one_agent(time_too
 
 def test_no_agent_framework_is_in_the_learner_s_install():
     """Lesson 13: frameworks stay out of the default install; the SDKs and MCP are all it brings."""
+    import importlib.metadata
     import tomllib
     from packaging.requirements import Requirement
     pyproject = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text(encoding="utf-8"))
-    names = {Requirement(line).name.lower() for line in pyproject["project"]["optional-dependencies"]["course"]}
+    if "project" in pyproject:
+        names = {Requirement(line).name.lower() for line in pyproject["project"]["optional-dependencies"]["course"]}
+    else:   # the scratch copy scripts/mutate.py makes has its own pyproject.toml: read what pip installed from ours
+        needs = map(Requirement, importlib.metadata.requires("course_lib"))
+        names = {r.name.lower() for r in needs if r.marker and r.marker.evaluate({"extra": "course"})}
     assert {"mcp", "mcp-server-time", "anthropic"} <= names
     assert not names & {"langchain", "langgraph", "smolagents", "openai-agents", "crewai", "llama-index", "autogen"}
 
@@ -754,18 +842,8 @@ def test_the_command_is_shown_as_given_except_this_python():
     assert str(caught.value).startswith("could not start the MCP server `python -c import sys; sys.exit(1)`:")
 
 
-NOISY = MISBEHAVING.replace('serve({"crash"', '''def noisy() -> str:
-    """Complain on stderr, then answer."""
-    print("Traceback: an earlier call went wrong", file=sys.stderr, flush=True)
-    return "said it"
-
-serve({"noisy": noisy, "crash"''')
-
-
-def test_the_last_words_after_a_failed_call_are_only_what_the_server_said_since_that_call(tmp_path):
-    script = tmp_path / "noisy_server.py"
-    script.write_text(NOISY, encoding="utf-8")
-    with connect_mcp([sys.executable, str(script)], timeout=2) as tools:
+def test_the_last_words_after_a_failed_call_are_only_what_the_server_said_since_that_call(hanging):
+    with connect_mcp(hanging, timeout=2) as tools:
         assert dispatch(tools, "noisy", {}).content == "said it"
         hung = dispatch(tools, "hang", {})
         assert hung.is_error and "no answer within 2 seconds" in hung.content and "earlier" not in hung.content
@@ -800,7 +878,10 @@ def test_a_stray_line_on_stdout_is_skipped_and_the_session_carries_on(tmp_path):
     async def official():
         from mcp import ClientSession, StdioServerParameters, stdio_client
         params = StdioServerParameters(command=sys.executable, args=[str(script)], cwd=Path.cwd())
-        async with stdio_client(params) as (read, write), ClientSession(read, write, read_timeout_seconds=30) as s:
+        # errlog is the SDK's default, sys.stderr, but today's: its default is the one of the session that first
+        # imported it, closed by now when pytest runs twice in one process (as mutmut does)
+        async with stdio_client(params, errlog=sys.stderr) as (read, write), \
+                ClientSession(read, write, read_timeout_seconds=30) as s:
             await s.initialize()
             return (await s.call_tool("echo", {"text": "ok"})).content[0].text
     import logging
@@ -979,3 +1060,147 @@ def test_course_mcp_serve_reads_null_arguments_as_missing_which_exercise_13_2_re
             default_tools(), "calculator", {}).content}], "isError": True}
     finally:
         session.close()
+
+
+# ---- `serve` and `refusal` in this process: the same stdio layer, fed a file instead of a pipe (no subprocess)
+INIT = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+         "capabilities": {}, "clientInfo": {"name": "file", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+
+
+def serve_here(lines, tools=None) -> tuple[list[dict], str, str]:
+    """Run ``serve(tools)`` in this process with stdin a file holding ``lines`` (dicts as JSON, str as text,
+    bytes as they are): it reads to the end, answers every call begun, and returns. Its answers, in order, what
+    reached file descriptor 2 (stderr) meanwhile, and its stdout as written. (No capfd: the first `import mcp`
+    may happen in here, and the SDK keeps the sys.stderr of that moment as stdio_client's default errlog.)"""
+    import tempfile
+    import threading
+    from course_lib.mcp_bridge import serve
+    data = b"".join((line if isinstance(line, bytes) else (line if isinstance(line, str) else json.dumps(
+        line, ensure_ascii=False)).encode("utf-8")) + b"\n" for line in lines)
+    saved = os.dup(0), os.dup(1), os.dup(2)
+    with tempfile.TemporaryFile() as stdin, tempfile.TemporaryFile() as stdout, tempfile.TemporaryFile() as stderr:
+        stdin.write(data)
+        stdin.seek(0)
+        for fd, file in enumerate((stdin, stdout, stderr)):
+            os.dup2(file.fileno(), fd)
+        try:
+            raised = []
+
+            def run():
+                try:
+                    serve(tools)
+                except BaseException as e:   # shown to the test, not lost in the thread
+                    raised.append(e)
+            server = threading.Thread(target=run, daemon=True)
+            server.start()
+            server.join(timeout=30)   # a hang guard: a healthy serve() returns in well under a second
+            assert not server.is_alive(), "serve() did not return after stdin ended"
+            for fd, file in enumerate((stdin, stdout, stderr)):   # serve() gave the client's pipes back
+                assert os.path.samestat(os.fstat(fd), os.fstat(file.fileno())), fd
+        finally:
+            for fd, copy in enumerate(saved):
+                os.dup2(copy, fd)
+                os.close(copy)
+        stdout.seek(0)
+        stderr.seek(0)
+        written, said = stdout.read().decode("utf-8"), stderr.read().decode("utf-8", "replace")
+    assert written.endswith("\n") and "\r" not in written
+    assert not raised, raised
+    return [json.loads(line) for line in written.splitlines()], said, written
+
+
+def call(n, name, arguments=None):
+    return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+
+
+def noisy() -> str:
+    """Write to file descriptor 1 and read file descriptor 0, as a careless tool might; say where they lead."""
+    os.write(1, "noise from a tool\n".encode())
+    null, stderr = os.path.samestat(os.fstat(0), os.stat(os.devnull)), os.path.samestat(os.fstat(1), os.fstat(2))
+    return f"read {os.read(0, 100)!r}; stdin is /dev/null: {null}; stdout is stderr: {stderr}"
+
+
+def slow_here() -> str:
+    """Take a moment, then answer."""
+    import time
+    time.sleep(0.3)
+    return "done"
+
+
+def test_serve_answers_the_handshake_calls_and_lines_the_sdk_would_drop_in_this_process():
+    from course_lib import __version__
+    answers, _, written = serve_here(INIT + [
+        call(2, "calculator", {"expression": "24*7"}), "not json", b"\xff\xfe", call(3, "lookup", {"topic": "단가"}),
+        call(4, "calculator", None), call(5, "calculater", {}), {"jsonrpc": "2.0", "id": 6, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 99, "result": {}},   # a response to nothing the server asked: no answer, no crash
+        {"jsonrpc": "2.0", "id": "요청", "method": 5}, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"}])
+    assert answers[0]["result"]["serverInfo"] == {"name": "course-lib", "version": __version__}
+    by_id = {a["id"]: a for a in answers}
+    assert by_id[2] == {"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": "168"}],
+                                                              "isError": False}}
+    assert [a["error"]["code"] for a in answers if a["id"] is None] == [-32700, -32700]   # two lines, two answers
+    assert by_id[3]["result"]["content"][0]["text"] == "개당 $24"
+    assert by_id[4]["result"] == {"content": [{"type": "text", "text": dispatch(default_tools(), "calculator", {}
+                                                                                 ).content}], "isError": True}
+    assert by_id[5]["error"] == {"code": -32602, "message": "Unknown tool: calculater. Available tools: "
+                                 + ", ".join(default_tools()) + "."}
+    assert by_id[6] == {"jsonrpc": "2.0", "id": 6, "result": {}}
+    assert by_id["요청"]["error"]["code"] == -32600 and '"id": "요청"' in written   # UTF-8, not \\uc694
+    assert by_id[7]["result"]["tools"] == [tool_to_mcp(name, func) for name, func in default_tools().items()]
+    assert len(answers) == 10   # seven requests, a request refused, and two lines that are not JSON
+
+
+def test_serve_keeps_a_tool_away_from_the_client_s_pipes_and_answers_a_call_running_at_the_end():
+    answers, said, _ = serve_here(INIT + [call(2, "slow_here"), call("n", "noisy", {})],
+                         {"slow_here": slow_here, "noisy": noisy})
+    assert [a["id"] for a in answers] == [1, "n", 2]   # the slow call ended after stdin had
+    assert answers[1]["result"]["content"][0]["text"] == "read b''; stdin is /dev/null: True; stdout is stderr: True"
+    assert answers[2]["result"]["content"][0]["text"] == "done"
+    assert "noise from a tool" in said   # its writes to stdout reach stderr
+
+
+def test_serve_ends_without_answering_a_call_the_client_cancelled():
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    answers, _, _ = serve_here(INIT + [call(2, "slow_here"), cancel], {"slow_here": slow_here})
+    assert [a["id"] for a in answers] == [1]
+
+
+@pytest.mark.parametrize("line, answer", [
+    ('{"jsonrpc": "2.0", "id": 7, "method": "ping"', (-32700, None, "Parse error: the line is not JSON")),
+    ("[" * 100_000, (-32700, None, "Parse error: the line is not JSON")),   # too deep for Python's json
+    ("[1, 2]", (-32600, None, "Invalid Request: a message is a JSON object (MCP sends no batches)")),
+    ('{"jsonrpc": "2.0", "id": null, "method": "ping"}',
+     (-32600, None, "Invalid Request: an id is a string or an integer (MCP: never null)")),
+    ('{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}',
+     (-32600, None, "Invalid Request: an id is a string or an integer (MCP: never null)")),
+    ('{"id": 5, "method": "ping"}',
+     (-32600, 5, 'Invalid Request: a request has "jsonrpc": "2.0", an id and a "method"')),
+    ('{"jsonrpc": "2.0", "id": "a", "method": 1}',
+     (-32600, "a", 'Invalid Request: a request has "jsonrpc": "2.0", an id and a "method"')),
+    ('{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": ["calculator"]}',
+     (-32602, 8, "Invalid params: params are an object in MCP")),
+    ('{"jsonrpc": "2.0", "method": "notifications/x", "params": [1]}', None),   # a notification: never answered
+    ('{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"_meta": {"progressToken": 1}}}', None),
+    ('{"jsonrpc": "2.0", "id": 9, "result": {}}', None),
+    ('{"jsonrpc": "2.0", "id": 9, "error": {"code": 1, "message": "no"}}', None),
+])
+def test_refusal_is_json_rpc_2_0_s_answer_to_a_line_that_is_not_a_message(line, answer):
+    from course_lib.mcp_bridge import refusal
+    expected = None if answer is None else {"jsonrpc": "2.0", "id": answer[1],
+                                            "error": {"code": answer[0], "message": answer[2]}}
+    assert refusal(line) == expected
+
+
+def test_serve_reads_and_writes_utf_8_and_plain_newlines_as_it_would_on_windows(monkeypatch):
+    """On Windows the locale's encoding is cp1252 and a text file ends lines with \\r\\n: Korean must still arrive
+    and leave as UTF-8, and each message end with \\n alone (serve_here checks that)."""
+    import builtins
+    from course_lib import mcp_bridge
+
+    def open_as_on_windows(file, mode="r", *args, encoding=None, newline=None, **options):
+        return builtins.open(file, mode, *args, encoding=encoding or "latin-1",
+                             newline="\r\n" if newline is None and "w" in mode else newline, **options)
+    monkeypatch.setattr(mcp_bridge, "open", open_as_on_windows, raising=False)
+    answers, _, written = serve_here(INIT + [call(2, "lookup", {"topic": "단가"})])
+    assert answers[1]["result"]["content"][0]["text"] == "개당 $24" and "개당 $24" in written
