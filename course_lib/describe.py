@@ -55,7 +55,7 @@ def tool_description(tools: Mapping[str, Callable]) -> str:
     """One line per tool: ``- name(params): first docstring line``."""
     lines = []
     for name, func in tools.items():
-        hashable = getattr(type(func), "__hash__", None) is not None   # a dataclass instance may not be
+        hashable = type(func).__hash__ is not None   # a dataclass instance may not be
         lines.append(_cached_line(name, func) if hashable else _tool_line(name, func))
     return "\n".join(lines)
 
@@ -143,8 +143,7 @@ def _array(hint, origin, args, where: str) -> dict:
     """An array schema always says what its items are: OpenAI rejects ``{"type": "array"}`` alone."""
     kinds = [a for a in args if a is not Ellipsis]
     if not kinds or typing.Any in kinds:
-        shown = getattr(hint, "__name__", None) or repr(hint)
-        raise ValueError(f"{where}: '{shown}' does not say what the items are, and the APIs reject an array "
+        raise ValueError(f"{where}: '{hint.__name__}' does not say what the items are, and the APIs reject an array "
                          "schema without 'items'; annotate it as list[str], list[int], tuple[float, ...] or similar")
     items = [_json_type(a, where) for a in kinds]
     unique = [s for i, s in enumerate(items) if s not in items[:i]]
@@ -163,7 +162,7 @@ def tool_schema(func: Callable) -> dict:
     except Exception as e:   # a partial, a callable object, or an annotation naming something undefined
         raise ValueError(f"tool '{name}': cannot read its type hints ({type(e).__name__}: {e}); "
                          "use a plain function with annotated parameters") from None
-    docs = _arg_docs(inspect.getdoc(func) or "")
+    docs = _arg_docs(inspect.getdoc(func))   # not None: _summary has checked there is a docstring
     properties, required = {}, []
     for p in inspect.signature(func).parameters.values():
         where = f"tool '{name}', parameter '{p.name}'"

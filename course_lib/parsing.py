@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -58,13 +59,13 @@ class ParsedReply:
 
 
 def _fail(error: str) -> ParsedReply:
-    return ParsedReply(ok=False, tool=None, args={}, error=error)
+    return ParsedReply(ok=False, error=error)   # tool None and a fresh empty args: the defaults
 
 
 def _think_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of every closed <think>...</think> block: drafts in there are not the answer."""
     spans, pos = [], 0
-    while (start := text.find("<think>", pos)) != -1:
+    while (start := text.find("<think>", pos)) >= 0:
         end = text.find("</think>", start)
         if end == -1:
             break
@@ -75,7 +76,7 @@ def _think_spans(text: str) -> list[tuple[int, int]]:
 
 def _think_end(spans: list[tuple[int, int]], index: int) -> int:
     """Where the closed <think> block holding ``index`` ends, or 0 if none holds it."""
-    k = bisect.bisect_right(spans, (index, float("inf"))) - 1
+    k = bisect.bisect_right(spans, (index, math.inf)) - 1
     return spans[k][1] if k >= 0 and index < spans[k][1] else 0
 
 
@@ -92,7 +93,7 @@ def _candidate_starts(text: str, thinking: list[tuple[int, int]]):
     while m := _RUN_OR_WORTH_TRYING.search(text, pos):
         pos = m.start() + 1
         if m["run"]:   # only its last MAX_NESTING + 1 openers now: read the run backwards to find them
-            pos = m.end() - _LAST_OPENERS.match(m[0][::-1]).end()
+            pos = m.end() - _LAST_OPENERS.match(m["run"][::-1]).end()
             deep.append((m.start(), pos))
         elif m.start() != first:
             yield m.start()
@@ -111,14 +112,14 @@ def _check_action(data: dict) -> ParsedReply:
     thought = data.get("thought")
     if thought is not None and not isinstance(thought, str):
         return _fail(f'"thought" must be text (a sentence of reasoning), not {type(thought).__name__}')
-    return ParsedReply(ok=True, tool=tool.strip(), args=args, error=None, thought=(thought or "").strip() or None)
+    return ParsedReply(ok=True, tool=tool.strip(), args=args, thought=(thought or "").strip() or None)
 
 
 def parse_reply(text) -> ParsedReply:
     """Find the first valid ``{"tool": ..., "args": {...}}`` object in ``text``; never raises."""
     try:
         if isinstance(text, bytes):
-            text = text.decode("utf-8", errors="replace")
+            text = text.decode(errors="replace")   # as UTF-8, the default
         if not isinstance(text, str):
             return _fail(f"the reply must be text, got {type(text).__name__}")
         if not text or text.isspace():
@@ -134,8 +135,7 @@ def parse_reply(text) -> ParsedReply:
         first_problem = None
         work_left = (MAX_NESTING + 1) * len(text) + 10_000   # characters all decoding may scan
         for start in _candidate_starts(text, thinking):
-            if work_left <= 0:
-                first_problem = first_problem or "the reply is too tangled to read; send just one JSON object"
+            if work_left <= 0:   # out of budget: report the first problem (the first start was always decoded)
                 break
             if thinking and _think_end(thinking, start):
                 continue

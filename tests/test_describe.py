@@ -320,3 +320,211 @@ def test_every_default_in_the_default_tools_fits_its_own_type():
         for prop in tool_schema(func)["properties"].values():
             if "default" in prop and "type" in prop:
                 assert isinstance(prop["default"], kinds[prop["type"]]), (name, prop)
+
+
+# ====================================================================== pinned by mutation testing (issue 16)
+from course_lib.describe import (  # noqa: E402
+    NATIVE_SYSTEM_PROMPT, NATIVE_THOUGHT_RULE, SYSTEM_PROMPT, THOUGHT_RULE, _cached_line)
+
+
+def test_a_string_annotation_is_shown_as_written_not_quoted():
+    """Under ``from __future__ import annotations`` every hint is a string: the model sees ``x: int``."""
+    def scale(x: "int", factor: "float" = 2.0) -> "float":
+        """Scale a number."""
+
+    assert tool_description({"scale": scale}) == "- scale(x: int, factor: float = 2.0): Scale a number."
+
+
+def test_the_no_docstring_error_says_why_a_docstring_matters():
+    def mystery(x: int) -> int:
+        return x
+
+    for describe in (lambda: tool_description({"mystery": mystery}), lambda: tool_schema(mystery),
+                     lambda: tool_spec("mystery", mystery)):
+        with pytest.raises(ValueError) as info:
+            describe()
+        assert str(info.value) == ("tool 'mystery' has no docstring: add one line saying what it does, "
+                                   "because that line is all the model learns about it")
+
+
+def test_tool_spec_names_the_tool_by_its_registered_name_in_errors():
+    """tool_spec is given the name the model will use: a missing docstring is reported under that name."""
+    def helper(x: int) -> int:
+        return x
+
+    with pytest.raises(ValueError, match=r"^tool 'calc' has no docstring"):
+        tool_spec("calc", helper)
+
+
+def test_a_line_is_worked_out_once_per_tool_and_remembered():
+    """Every new Agent describes its tools: the second description of the same function is a cache hit."""
+    def ping(host: str) -> str:
+        """Check that a host answers."""
+
+    before = _cached_line.cache_info()
+    first = tool_description({"ping": ping})
+    second = tool_description({"ping": ping})
+    after = _cached_line.cache_info()
+    assert first == second == "- ping(host: str): Check that a host answers."
+    assert after.misses == before.misses + 1 and after.hits == before.hits + 1
+
+
+def test_an_unhashable_callable_is_described_without_the_cache():
+    """A dataclass instance with a ``__call__`` is a fine tool but cannot be a cache key."""
+    from dataclasses import dataclass
+
+    @dataclass
+    class Greeter:
+        """Greet someone by name."""
+        greeting: str = "Hello"
+
+        def __call__(self, name: str) -> str:
+            return f"{self.greeting}, {name}"
+
+    greeter = Greeter()
+    before = _cached_line.cache_info()
+    assert tool_description({"greet": greeter}) == "- greet(name: str): Greet someone by name."
+    assert _cached_line.cache_info() == before   # neither a hit nor a miss: the cache was not asked
+
+
+def test_the_system_prompt_with_no_tools_says_none_in_the_tool_list():
+    assert "Tools available:\n(none)\n\nReply with exactly ONE JSON object" in build_system_prompt({})
+
+
+def test_the_system_prompt_asks_for_a_thought_only_when_told_to():
+    tools = {"calculator": calculator}
+    plain = build_system_prompt(tools)
+    assert plain == SYSTEM_PROMPT.format(tools=CALCULATOR_LINE)
+    assert plain.endswith("fix the call\nor try another way.") and '"thought"' not in plain
+    with_thought = build_system_prompt(tools, thought=True)
+    assert with_thought == plain + THOUGHT_RULE
+    assert with_thought.endswith('{"thought": "<why this step>", "tool": "<tool name>", "args": {...}}')
+
+
+def test_the_native_system_prompt_keeps_only_the_role_and_the_rules():
+    """Stage 08: the API carries the tool list and the calls, so no tool line and no JSON protocol."""
+    native = build_system_prompt({"calculator": calculator}, native=True)
+    assert native == NATIVE_SYSTEM_PROMPT
+    assert "calculator" not in native and '"tool"' not in native
+    assert native.startswith("You are a careful assistant that solves tasks in small steps using the tools provided.")
+    assert native.endswith("If a tool reports an error, fix the call or try another way.")
+    native_thought = build_system_prompt({"calculator": calculator}, native=True, thought=True)
+    assert native_thought == NATIVE_SYSTEM_PROMPT + NATIVE_THOUGHT_RULE
+    assert native_thought.endswith("\nBefore each tool call, say in one or two sentences why you make it.")
+
+
+@pytest.mark.parametrize("heading", ["Args:", "Arguments:", "Parameters:"])
+def test_each_args_heading_spelling_is_read(heading):
+    def tool(city: str) -> str:
+        """Find a city."""
+    tool.__doc__ = f"Find a city.\n\n{heading}\n    city: the city to find.\n"
+    assert tool_schema(tool)["properties"]["city"]["description"] == "the city to find."
+
+
+def test_a_line_back_at_the_heading_indent_ends_the_args_section():
+    def tool(city: str) -> str:
+        """Find a city.
+
+        Args:
+            city: the city to find.
+        All cities are in Korea.
+        """
+
+    assert tool_schema(tool)["properties"]["city"]["description"] == "the city to find."
+
+
+def test_an_intro_line_under_args_before_any_parameter_is_ignored():
+    def tool(city: str) -> str:
+        """Find a city.
+
+        Args:
+            Every argument is required.
+            city: the city to find.
+        """
+
+    assert tool_schema(tool)["properties"]["city"]["description"] == "the city to find."
+
+
+TUPLE_TABLE = [
+    (tuple[int, str], {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+                       "minItems": 2, "maxItems": 2}),
+    (tuple[float, float], {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2}),
+    (tuple[float, ...], {"type": "array", "items": {"type": "number"}}),   # any length
+    (typing.Tuple[int], {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 1}),
+    (list[int | str], {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}),
+    (set[str], {"type": "array", "items": {"type": "string"}}),
+]
+
+
+@pytest.mark.parametrize("hint, expected", TUPLE_TABLE, ids=[str(h) for h, _ in TUPLE_TABLE])
+def test_tuples_give_their_length_and_mixed_items_give_any_of(hint, expected):
+    """A fixed tuple says exactly how many items; ``tuple[x, ...]`` and lists do not."""
+    prop = tool_schema(_tool_with_hint(hint))["properties"]["value"]
+    assert prop == {**expected, "description": "the value."}
+
+
+@pytest.mark.parametrize("hint, shown", [(list, "list"), (list[typing.Any], "list"), (typing.List, "List"),
+                                         (tuple[typing.Any, ...], "tuple"), (frozenset, "frozenset")])
+def test_an_array_without_item_types_is_refused_with_the_fix(hint, shown):
+    with pytest.raises(ValueError) as info:
+        tool_schema(_tool_with_hint(hint))
+    assert str(info.value) == (
+        f"tool 'tool', parameter 'value': '{shown}' does not say what the items are, and the APIs reject an "
+        "array schema without 'items'; annotate it as list[str], list[int], tuple[float, ...] or similar")
+
+
+class _Point:
+    pass
+
+
+@pytest.mark.parametrize("hint, phrase", [
+    (_Point, "cannot describe the type"), (list[_Point], "cannot describe the type"),
+    (typing.Optional[_Point], "cannot describe the type"), (int | _Point, "cannot describe the type"),
+    (list[list], "'list' does not say what the items are")])
+def test_a_type_error_names_the_tool_and_parameter_however_deep_the_bad_type_is(hint, phrase):
+    with pytest.raises(ValueError) as info:
+        tool_schema(_tool_with_hint(hint))
+    message = str(info.value)
+    assert message.startswith(f"tool 'tool', parameter 'value': {phrase}")
+    if phrase == "cannot describe the type":
+        assert message.endswith("; use str, int, float, bool, list[...], dict or Literal[...]")
+
+
+def test_the_type_hints_error_names_the_callable_and_the_cause():
+    import functools
+
+    nameless = functools.partial(read_file, max_chars=10)
+    with pytest.raises(ValueError) as info:
+        tool_schema(nameless)
+    message = str(info.value)
+    assert message.startswith("tool 'functools.partial(<function read_file")   # no __name__: its repr
+    assert "cannot read its type hints (TypeError: " in message
+    assert message.endswith("; use a plain function with annotated parameters")
+
+
+def test_the_error_for_a_function_names_it_by_its_name():
+    def tool(value) -> str:
+        """A tool.
+
+        Args:
+            value: the value.
+        """
+
+    with pytest.raises(ValueError) as info:
+        tool_schema(tool)
+    assert str(info.value) == "tool 'tool', parameter 'value': add a type hint so the model knows what to send"
+
+
+def test_the_not_json_default_error_says_what_defaults_are_allowed():
+    def save(when: str = object()) -> str:
+        """Save something.
+
+        Args:
+            when: when to save.
+        """
+
+    with pytest.raises(ValueError) as info:
+        tool_schema(save)
+    assert str(info.value).startswith("tool 'save', parameter 'when': the default <object object at ")
+    assert str(info.value).endswith(
+        " cannot be written as JSON; use None, a number, a string, a bool or a list/dict of those")

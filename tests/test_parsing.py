@@ -352,3 +352,195 @@ def test_hidden_nesting_before_an_action_stays_fast():
     reply, elapsed = timed('{"a": "]", "b": ' * 20_000 + FINISH)
     assert elapsed < HANG_GUARD
     assert_consistent(reply)
+
+
+# ------------------------------------------------------------------ pinned by mutation testing (issue 16)
+
+import course_lib.parsing as parsing_module  # noqa: E402
+
+
+class CountingDecoder:
+    """Stands in for parsing._DECODER: counts the characters each successful decode reads, so the shared work
+    budget can be checked by counting instead of by timing."""
+
+    def __init__(self):
+        self.real = json.JSONDecoder()
+        self.calls = self.chars = self.biggest = 0
+
+    def raw_decode(self, text, start=0):
+        self.calls += 1
+        value, end = self.real.raw_decode(text, start)
+        self.chars += end - start
+        self.biggest = max(self.biggest, end - start)
+        return value, end
+
+
+@pytest.fixture
+def decoder(monkeypatch):
+    counting = CountingDecoder()
+    monkeypatch.setattr(parsing_module, "_DECODER", counting)
+    return counting
+
+
+def test_successful_decodes_are_charged_to_the_shared_budget(decoder):
+    """400 nested objects, none an action: each start decodes to the end of the nest, so trying them all reads
+    about 3.7 million characters (the 6 MB version of this took seconds). Successful decodes count against the
+    budget of (MAX_NESTING + 1) passes over the text too, so reading stops within one decode of it."""
+    nested = ('{"k": "' + "x" * 30 + '", "v": ') * 400 + "0" + "}" * 400
+    text = "Here is the data:\n" + nested + "\n" + "Some more words. " * 1200
+    reply = parse_reply(text)
+    assert_failed(reply)
+    assert reply.error == 'the JSON object has no "tool" field'   # running out reports the first problem
+    budget = (MAX_NESTING + 1) * len(text) + 10_000
+    assert budget <= decoder.chars < budget + decoder.biggest
+    assert decoder.biggest <= len(nested)
+
+
+def test_a_successful_decode_is_charged_only_what_it_read(decoder):
+    """Forty small non-actions after a long preamble cost about their own length, not their position in the
+    text: the action after them is still reached."""
+    text = "Let me explain first. " * 100 + '{"a": [1]} ' * 40 + FINISH
+    assert parse_reply(text) == ok("finish", {"answer": "ok"})
+    assert decoder.calls == 41
+    assert decoder.chars == 40 * len('{"a": [1]}') + len(FINISH)
+
+
+def test_the_missing_tool_error_shows_a_complete_example_action():
+    reply = parse_reply('{"tool": "", "args": {}}')
+    assert_failed(reply)
+    assert reply.error == ('the JSON object needs a "tool" field naming a tool, '
+                           'e.g. {"tool": "calculator", "args": {"expression": "2+2"}}')
+
+
+@pytest.mark.parametrize("text", [
+    # A draft in the first of two <think> blocks is still a draft (every closed block is found, in order).
+    '<think>{"tool": "calculator", "args": {}}</think> then <think>more</think> ' + FINISH,
+    # A <think> block that does not open the reply (here at index 1) is a block like any other.
+    ' <think>{"tool": "calculator", "args": {}}</think> ' + FINISH,
+    'x<think>{"tool": "calculator", "args": {}}</think>' + FINISH,
+])
+def test_every_closed_think_block_is_skipped_wherever_it_starts(text):
+    assert parse_reply(text) == ok("finish", {"answer": "ok"})
+
+
+class FailingDecoder:
+    """Stands in for parsing._DECODER: every decode fails, as a JSONDecodeError at the given positions in turn
+    (the budget charges a failure its position) or, for ``None``, as a RecursionError (charged the whole text)."""
+
+    def __init__(self, positions):
+        self.positions, self.calls = positions, 0
+
+    def raw_decode(self, text, start=0):
+        pos = self.positions[min(self.calls, len(self.positions) - 1)]
+        self.calls += 1
+        if pos is None:
+            raise RecursionError("maximum recursion depth exceeded")
+        raise json.JSONDecodeError("stub", text, pos)
+
+
+def calls_within_budget(charges, budget):
+    """How many decodes the budget allows: decoding goes on while some budget is left."""
+    calls, spent = 0, 0
+    while spent < budget:
+        spent += charges[min(calls, len(charges) - 1)]
+        calls += 1
+    return calls
+
+
+@pytest.mark.parametrize("positions", [
+    pytest.param([430], id="used-up-exactly"),              # 100 failures of 430 use all 43_000: no 101st
+    pytest.param([14_333], id="one-character-left"),         # 3 of them leave 1 character: a 4th is tried
+    pytest.param([0, 42_998, 5], id="position-0-costs-1"),  # a failure at position 0 still costs 1 character
+    pytest.param([None], id="recursion-costs-the-text"),    # a RecursionError costs the whole text
+])
+def test_the_budget_is_max_nesting_plus_one_passes_plus_ten_thousand(monkeypatch, positions):
+    """The shared budget, exactly: (MAX_NESTING + 1) * len(text) + 10_000 characters, charged per failure at
+    its position (at least 1), or the whole text for a RecursionError; decoding stops once it is used up."""
+    text = "x" + '{"' * 499 + "x"   # 1000 characters, 499 starts (more than any budget below allows); no fast path
+    decoder = FailingDecoder(positions)
+    monkeypatch.setattr(parsing_module, "_DECODER", decoder)
+    reply = parse_reply(text)
+    budget = (MAX_NESTING + 1) * len(text) + 10_000
+    assert budget == 43_000
+    charges = [len(text) if pos is None else max(1, pos) for pos in positions]
+    assert decoder.calls == calls_within_budget(charges, budget) < 499
+    assert_failed(reply)
+    assert reply.error == ("invalid JSON: maximum recursion depth exceeded" if positions == [None]
+                           else "invalid JSON: stub")
+
+
+def test_each_start_is_decoded_at_most_once(monkeypatch):
+    """A long run of openers, objects after it and an action at the end: every start is tried once, the run's
+    deep starts last, and none twice (the deep part is searched only up to where the early part began)."""
+    starts = []
+    real = json.JSONDecoder()
+
+    class Recording:
+        def raw_decode(self, text, start=0):
+            starts.append(start)
+            return real.raw_decode(text, start)
+
+    monkeypatch.setattr(parsing_module, "_DECODER", Recording())
+    text = "Notes: " + '{"a": ' * 60 + '{"b": [1]} {"c": [2]} ' + '{"tool": "finish", "args": {"answer": "'
+    text += "{" * 40 + '"}}'
+    reply = parse_reply(text)
+    assert reply == ok("finish", {"answer": "{" * 40})
+    assert len(starts) == len(set(starts))
+    action = text.index('{"tool"')
+    assert starts[-1] == action   # found last: it looks deep (the braces in its string)
+    assert set(starts[:-1]) >= {text.index('{"b"'), text.index('{"c"')}
+
+
+def test_a_draft_in_think_between_objects_does_not_end_the_search():
+    """A start inside a closed <think> is skipped, and the search goes on to the action after it."""
+    text = 'Plan: {"note": 1} <think>{"tool": "calculator", "args": {}}</think> ' + FINISH
+    assert parse_reply(text) == ok("finish", {"answer": "ok"})
+
+
+def test_a_well_behaved_reply_is_read_without_the_search(monkeypatch):
+    """One object and nothing else (the common case) is decoded directly; the search over the text runs only when
+    that first object is not a valid action."""
+    searched = []
+    real_search = parsing_module._candidate_starts
+
+    def spy(text, thinking):
+        searched.append(text)
+        return real_search(text, thinking)
+
+    monkeypatch.setattr(parsing_module, "_candidate_starts", spy)
+    assert parse_reply(CALC) == ok("calculator", {"expression": "24*7"})
+    assert searched == []
+    assert parse_reply('{"note": 1} ' + CALC) == ok("calculator", {"expression": "24*7"})
+    assert len(searched) == 1
+
+
+@pytest.mark.parametrize("text, error", [
+    ("", "the reply was empty; send one JSON object"),
+    (" \n ", "the reply was empty; send one JSON object"),
+    (42, "the reply must be text, got int"),
+    (None, "the reply must be text, got NoneType"),
+    ("The answer is 4.", "no JSON object found"),
+    ('{"note": 1}', 'the JSON object has no "tool" field'),
+    ('{"tool": "calculator", "args": ["2+2"]}', '"args" must be a JSON object like {"name": value}, not list'),
+    ('{"tool": "calculator", "args": "2+2"}', '"args" must be a JSON object like {"name": value}, not str'),
+    ('{"tool": "x", "args": {', "invalid JSON: Expecting property name enclosed in double quotes"),
+    ("Here: " + '{"a": ' * 5_000,
+     "invalid JSON: maximum recursion depth exceeded while decoding a JSON object from a unicode string"),
+])
+def test_each_failure_has_its_exact_message(text, error):
+    """SPEC §8: the error goes back to the model as is, so its wording is part of the contract."""
+    reply = parse_reply(text)
+    assert_failed(reply)
+    assert reply.error == error
+
+
+def test_an_unexpected_error_inside_is_reported_not_raised(monkeypatch):
+    """The contract is "never raises": even a bug inside comes back as a failure naming the exception type."""
+    class Broken:
+        def raw_decode(self, text, start=0):
+            raise KeyError("boom")
+
+    monkeypatch.setattr(parsing_module, "_DECODER", Broken())
+    reply = parse_reply(CALC)
+    assert_failed(reply)
+    assert reply.error == "could not read the reply (KeyError)"

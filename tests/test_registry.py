@@ -174,3 +174,31 @@ def test_the_not_callable_error_shows_no_memory_address():
     with pytest.raises(TypeError) as info:
         ToolRegistry().register(object(), name="thing")
     assert "0x" not in str(info.value) and "object" in str(info.value)
+
+
+def test_an_empty_registry_prints_as_empty():
+    """A learner printing a fresh registry sees the word, not a blank pair of brackets."""
+    assert repr(ToolRegistry()) == "ToolRegistry(empty)"
+
+
+def test_the_invalid_name_error_states_the_whole_naming_rule():
+    """SPEC §8: the message says what was wrong and what to do — the full rule, in the learner's words."""
+    with pytest.raises(ValueError) as info:
+        ToolRegistry().register(calculator, name="bad name")
+    message = str(info.value)
+    assert message.startswith("'bad name' is not a valid tool name")
+    assert "use letters, digits, _ or -, starting with a letter or _, at most 64 characters" in message
+
+
+def test_a_callable_without_a_name_needs_one_given_explicitly():
+    """A partial or a callable object has no ``__name__``: it is refused as the empty name (not registered under
+    a made-up one, and not an AttributeError), and registers fine once a name is given."""
+    import functools
+
+    nameless = functools.partial(calculator)
+    with pytest.raises(ValueError) as info:
+        ToolRegistry([nameless])
+    assert str(info.value).startswith("'' is not a valid tool name")
+    reg = ToolRegistry()
+    reg.register(nameless, name="calc")
+    assert list(reg) == ["calc"]
