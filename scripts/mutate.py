@@ -18,8 +18,6 @@ measures everything.
 from __future__ import annotations
 
 import argparse
-import hashlib
-import importlib.metadata
 import json
 import os
 import re
@@ -43,6 +41,7 @@ BEGIN, END = "<!-- mutate:begin -->", "<!-- mutate:end -->"
 # grader.py: most of test_grading_cheats.py and test_exercises.py start Jupyter kernels or `course check`, where
 # mutmut sees no call and each mutant would cost minutes; the grader's logic is measured with their in-process tests.
 GRADER_CHEATS = """
+test_a_plain_import_is_judged_by_its_modules_not_as_names_taken_from_one
 test_the_refusal_does_not_touch_honest_answers test_a_fifo_or_a_device_is_not_read
 test_round_two_ways_around_the_refusal_are_refused test_a_judge_reply_in_another_shape_fails_the_notebook
 test_report_lines_carry_no_terminal_control_characters
@@ -242,37 +241,44 @@ def is_equivalent(module: str, name: str, diff: str, equivalents: list[dict]) ->
     return None
 
 
-def fingerprint(module: str) -> str:
-    """What a module's result depends on: its code, its tests' files, the shared test set-up, and mutmut's version."""
-    digest = hashlib.sha256(importlib.metadata.version("mutmut").encode())
-    for name in [module, "conftest.py", *sorted({test.split("::")[0] for test in TARGETS[module]})]:
-        digest.update(name.encode() + b"\0" + (ROOT / name).read_bytes())
-    digest.update(json.dumps(TARGETS[module]).encode())
-    return digest.hexdigest()
+def unchanged(module: str, folder: Path) -> bool:
+    """Does the scratch copy hold the module, its tests and the shared test set-up exactly as they are now, and was
+    it told to use the same tests?"""
+    try:
+        told = tomllib.loads((folder / "pyproject.toml").read_text())["tool"]["mutmut"]
+        files = [module, "conftest.py", *sorted({test.split("::")[0] for test in TARGETS[module]})]
+        return (told["pytest_add_cli_args_test_selection"] == TARGETS[module]
+                and all((folder / name).read_bytes() == (ROOT / name).read_bytes() for name in files))
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return False
 
 
-def mutants_of(module: str, jobs: int, scratch: Path, fresh: bool) -> tuple[dict, dict, float, bool]:
-    """Every mutant's status and the missed ones' diffs: measured, or the last measurement if nothing it depends on
-    has changed since (unless ``fresh``)."""
-    saved, key = scratch_dir(module, scratch) / "mutants.json", fingerprint(module)
-    if not fresh and saved.exists():
-        cached = json.loads(saved.read_text())
-        if cached["fingerprint"] == key:
-            return cached["statuses"], cached["diffs"], cached["seconds"], True
-    folder, started = prepare(module, TARGETS[module], scratch), time.monotonic()
-    with open(folder / "mutmut.log", "w") as log:
-        code = run_mutmut(folder, jobs, log)
+def statuses_in(folder: Path, module: str) -> dict[str, str]:
     meta_file = folder / "mutants" / (module + ".meta")
-    if code != 0 or not meta_file.exists():
-        tail = (folder / "mutmut.log").read_text(errors="replace").replace("\r", "\n").splitlines()[-15:]
-        raise SystemExit(f"mutmut failed on {module} (exit {code}); the end of {folder / 'mutmut.log'}:\n"
-                         + "\n".join(tail))
-    statuses = {name: STATUS.get(code, "suspicious")
-                for name, code in json.loads(meta_file.read_text())["exit_code_by_key"].items()}
+    return {name: STATUS.get(code, "suspicious")
+            for name, code in json.loads(meta_file.read_text())["exit_code_by_key"].items()}
+
+
+def mutants_of(module: str, jobs: int, scratch: Path, fresh: bool) -> tuple[dict, dict, float | None, bool]:
+    """Every mutant's status and the missed ones' diffs: measured, or read back from the last measurement in the
+    scratch copy if it was complete and nothing it depends on has changed since (unless ``fresh``)."""
+    folder = scratch_dir(module, scratch)
+    reused = False
+    if not fresh and unchanged(module, folder) and (folder / "mutants" / (module + ".meta")).exists():
+        statuses = statuses_in(folder, module)
+        reused = bool(statuses) and "not checked" not in statuses.values()
+    started = time.monotonic()
+    if not reused:
+        folder = prepare(module, TARGETS[module], scratch)
+        with open(folder / "mutmut.log", "w") as log:
+            code = run_mutmut(folder, jobs, log)
+        if code != 0 or not (folder / "mutants" / (module + ".meta")).exists():
+            tail = (folder / "mutmut.log").read_text(errors="replace").replace("\r", "\n").splitlines()[-15:]
+            raise SystemExit(f"mutmut failed on {module} (exit {code}); the end of {folder / 'mutmut.log'}:\n"
+                             + "\n".join(tail))
+        statuses = statuses_in(folder, module)
     diffs = diffs_of(folder, [name for name, status in statuses.items() if status not in CAUGHT])
-    seconds = round(time.monotonic() - started, 1)
-    saved.write_text(json.dumps({"fingerprint": key, "statuses": statuses, "diffs": diffs, "seconds": seconds}))
-    return statuses, diffs, seconds, False
+    return statuses, diffs, None if reused else round(time.monotonic() - started, 1), reused
 
 
 def measure(module: str, jobs: int, show: bool, equivalent_files: list[Path] = (EQUIVALENTS,),

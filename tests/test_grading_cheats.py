@@ -1605,3 +1605,11 @@ def test_run_passes_each_cell_and_the_client_along_and_survives_a_scratch_folder
     assert all(c is client.nb.cells[i] for c, i in cells) and client.nb.cells[7].source == ""
     judge_source = eval(requests[-1][2].split("b.exec(", 1)[1].split(", g)", 1)[0])
     assert "\nMAY_USE = {'04.1': ['for 04']}\n" in judge_source
+
+
+def test_a_plain_import_is_judged_by_its_modules_not_as_names_taken_from_one():
+    """`import x` takes no names out of a module: `import exec` is no builtin (the cell fails on its own) and the
+    refusal names the first forbidden module of `import threading, sys`."""
+    from course_lib.courseware.grader import refusal
+    assert refusal("import exec", "06") is None
+    assert refusal("import threading, sys", "06") == "it imports threading"
