@@ -302,6 +302,12 @@ def measure(module: str, jobs: int, show: bool, equivalent_files: list[Path] = (
     return result
 
 
+def against(tests: list[str]) -> str:
+    """The tests, or for tests named one by one, how many and from which files."""
+    files = sorted({test.split("::")[0] for test in tests})
+    return " ".join(tests) if files == sorted(tests) else f"{len(tests)} tests from {' '.join(files)}"
+
+
 def table(results: list[dict]) -> str:
     rows = ["| Module | Mutants | Known equivalent | Caught | Survived | Score |", "|---|---:|---:|---:|---:|---:|"]
     for r in results:
@@ -337,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     args.scratch = args.scratch.resolve()
     if args.list:
         for module, tests in TARGETS.items():
-            print(f"{module}: {' '.join(tests)}")
+            print(f"{module}: {' '.join(tests)}")   # every test, so the list can be pasted into pytest
         return 0
     unknown = [m for m in args.modules if m not in TARGETS]
     if unknown:
@@ -345,7 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     modules = args.modules or list(TARGETS)
     results = []
     for number, module in enumerate(modules, 1):
-        print(f"[{number}/{len(modules)}] {module} against {' '.join(TARGETS[module])}", flush=True)
+        print(f"[{number}/{len(modules)}] {module} against {against(TARGETS[module])}", flush=True)
         result = measure(module, args.jobs, show=args.show, equivalent_files=args.equivalents,
                          scratch=args.scratch, fresh=args.fresh)
         results.append(result)
