@@ -135,7 +135,7 @@ def model_error(make) -> str:
 
 
 def nested(depth: int):
-    """``depth`` lists inside each other around a number: [[...[0]...]]."""
+    """``depth`` lists inside each other around a number: [[ ... [0] ... ]]."""
     value = 0
     for _ in range(depth):
         value = [value]

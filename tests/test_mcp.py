@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import typing
 from pathlib import Path
 
@@ -1118,13 +1119,16 @@ def noisy() -> str:
     """Write to file descriptor 1 and read file descriptor 0, as a careless tool might; say where they lead."""
     os.write(1, "noise from a tool\n".encode())
     null, stderr = os.path.samestat(os.fstat(0), os.stat(os.devnull)), os.path.samestat(os.fstat(1), os.fstat(2))
+    NOISY_RAN.set()
     return f"read {os.read(0, 100)!r}; stdin is /dev/null: {null}; stdout is stderr: {stderr}"
 
 
+NOISY_RAN = threading.Event()
+
+
 def slow_here() -> str:
-    """Take a moment, then answer."""
-    import time
-    time.sleep(0.3)
+    """Answer once `noisy` has run (or after 2 s, a hang guard): still running when stdin ends, or when cancelled."""
+    NOISY_RAN.wait(2)
     return "done"
 
 
@@ -1152,16 +1156,19 @@ def test_serve_answers_the_handshake_calls_and_lines_the_sdk_would_drop_in_this_
 
 
 def test_serve_keeps_a_tool_away_from_the_client_s_pipes_and_answers_a_call_running_at_the_end():
+    NOISY_RAN.clear()
     answers, said, _ = serve_here(INIT + [call(2, "slow_here"), call("n", "noisy", {})],
                          {"slow_here": slow_here, "noisy": noisy})
-    assert [a["id"] for a in answers] == [1, "n", 2]   # the slow call ended after stdin had
-    assert answers[1]["result"]["content"][0]["text"] == "read b''; stdin is /dev/null: True; stdout is stderr: True"
-    assert answers[2]["result"]["content"][0]["text"] == "done"
+    by_id = {a["id"]: a for a in answers}
+    assert len(answers) == 3 and answers[0]["id"] == 1   # the slow call, still running when stdin ended, is answered
+    assert by_id["n"]["result"]["content"][0]["text"] == "read b''; stdin is /dev/null: True; stdout is stderr: True"
+    assert by_id[2]["result"]["content"][0]["text"] == "done"
     assert "noise from a tool" in said   # its writes to stdout reach stderr
 
 
 def test_serve_ends_without_answering_a_call_the_client_cancelled():
     cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}}
+    NOISY_RAN.clear()   # nothing sets it: the call runs for its 2 s, long after the cancellation arrived
     answers, _, _ = serve_here(INIT + [call(2, "slow_here"), cancel], {"slow_here": slow_here})
     assert [a["id"] for a in answers] == [1]
 

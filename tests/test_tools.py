@@ -837,7 +837,7 @@ def test_a_failed_rename_leaves_the_old_file_and_no_temporary_one(tmp_path, monk
         write_atomically(tmp_path / name, b"new")
     assert caught.value.errno == errno.ENOSPC
     [(src, dst)] = tried
-    assert re.fullmatch(r"\.n{50}\.[0-9a-f]{12}\.tmp", os.path.basename(src)) and os.path.basename(dst) == name
+    assert re.fullmatch(r"\.n{50}\.[\da-f]{12}\.tmp", os.path.basename(src)) and os.path.basename(dst) == name
     assert os.listdir(tmp_path) == [name] and (tmp_path / name).read_text(encoding="utf-8") == "old"
 
 
