@@ -69,7 +69,8 @@ def per_run_steps_per_second(runs: int = 5_000) -> tuple[float, float]:
 def eval_seconds(jobs: int, latency_ms: int = 50, repeats: int = 3) -> float:
     """The stage-12 suite (18 tasks, the careful stand-in) with a simulated delay per model call, as
     `course eval --latency-ms 50 --jobs N` runs it: best of `repeats`, in seconds."""
-    from course_lib.evaluation import careful, load_tasks, run_suite, summarise
+    from course_lib.courseware.eval_lab import careful
+    from course_lib.evaluation import load_tasks, run_suite, summarise
     logging.getLogger("course_lib.agent").setLevel(logging.WARNING)
     tasks = load_tasks()
     assert summarise(run_suite(tasks, careful, jobs=jobs))["pass_rate"] == 1.0   # the same work either way

@@ -1,8 +1,10 @@
 """course_lib — the helper library of "Build an LLM Agent from Scratch".
 
-One module per stage, in teaching order: ``tools`` (01), ``registry`` (02), ``describe`` (03),
-``parsing`` (04), ``dispatch`` (05), ``agent`` (06), ``models`` (07, 08), ``safety`` (09), ``memory`` (10),
-``retrieval``, ``planning``, ``orchestration`` and ``structured`` (11), ``evaluation`` (12), ``mcp_bridge`` (13).
+One module per stage, in teaching order (``course_lib/README.md`` lists them): ``tools`` and ``workspace`` (01),
+``registry`` (02), ``describe`` (03), ``parsing`` (04), ``dispatch`` (05), ``agent`` (06), ``models`` (07, 08),
+``safety`` and ``control`` (09), ``memory`` and ``memory_store`` (10),
+``retrieval``, ``planning``, ``orchestration`` and ``structured`` (11), ``eval_tasks`` and ``evaluation`` (12),
+``mcp_bridge`` and ``mcp_client`` (13).
 Importing this package does nothing visible and loads none of them; the names below are fetched from their
 module on first use.
 """
@@ -21,10 +23,10 @@ _EXPORTS = {
                                  # (a package attribute named like its submodule would turn into the module)
     "Agent": "agent", "Step": "agent",
     "ScriptedModel": "models", "Reply": "models", "ToolCall": "models", "ModelError": "models",
-    "Budget": "safety", "ToolPolicy": "safety", "mark_untrusted": "safety", "only": "safety",
-    "with_time_limit": "safety", "estimate_tokens": "safety",
-    "trim_window": "memory", "summarise": "memory", "MemoryStore": "memory",
-    "connect_mcp": "mcp_bridge",   # stage 13; the mcp SDK itself loads only when a server is started
+    "ToolPolicy": "safety", "mark_untrusted": "safety", "only": "safety",
+    "Budget": "control", "handoff": "control", "with_time_limit": "control", "estimate_tokens": "control",
+    "trim_window": "memory", "summarise": "memory", "ChatAgent": "memory", "MemoryStore": "memory_store",
+    "connect_mcp": "mcp_client",   # stage 13; the mcp SDK itself loads only when a server is started
 }
 __all__ = sorted(_EXPORTS)
 

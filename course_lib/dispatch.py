@@ -36,6 +36,13 @@ class Observation:
     error: BaseException | None = field(default=None, repr=False, compare=False)   # kept for tests
 
 
+@dataclass(slots=True)
+class ToolRun:   # a call as the agent's trace records it (stage 06)
+    tool: str
+    args: dict
+    observation: Observation
+
+
 @dataclass(frozen=True)
 class _Spec:
     params: tuple[str, ...]
@@ -188,3 +195,11 @@ def dispatch(tools: Mapping[str, Callable], name: str, args: dict) -> Observatio
     except BaseException as e:   # e.g. a circular structure that JSON cannot hold
         return _error(f"{name} returned a {type(result).__name__} that cannot be turned into text "
                       f"({_said(e)}).", e)
+
+
+def call_key(calls: list) -> object:
+    """What tells one step's calls from another's: equal only for the same calls with the same arguments."""
+    try:
+        return json.dumps(calls, sort_keys=True, default=repr)
+    except (ValueError, TypeError, RecursionError):   # arguments no JSON can hold: never equal to anything
+        return object()

@@ -1,35 +1,26 @@
 """Stage 10 — memory and context: the messages array is all the model remembers, so count it, trim it,
-summarise it, and keep what must last in a database.
+summarise it, and hold a conversation in it.
 
-Adds: ``estimate_tokens``, ``tokens_per_call`` and ``resend_cost`` (every call resends everything, so a
-run's cost grows with the square of its steps); ``split_steps`` and ``trim_window`` (a sliding window that
-keeps the system prompt, the goal and the user's latest message, and cuts only just before an assistant
-message, so a tool call never loses its results); ``summarise`` (older steps replaced by a summary a
-model writes); ``run_with_memory`` and ``continue_after_trim`` (the stage 06 loop with a trim before each
-model call; a run stopped by ``"context_full"`` carried on); ``context_growth_data`` (tokens per call of a
-30-step run, three ways, for a plot); ``MemoryStore``, whose ``remember`` / ``recall`` / ``forget`` tools
-keep notes in a SQLite file in the workspace, searched with FTS5 where SQLite has it, else with ``LIKE``.
+Adds: ``resend_cost`` (every call resends everything, so a run's cost grows with the square of its steps;
+tokens are counted with stage 09's ``estimate_tokens``); ``split_steps`` and ``trim_window`` (a sliding window
+that keeps the system prompt, the goal and the user's latest message, and cuts only just before an assistant
+message, so a tool call never loses its results); ``summarise`` (older steps replaced by a summary a model
+writes); ``run_with_memory`` and ``continue_after_trim`` (the stage-06 loop with a trim as its prepare step
+before each model call; a run stopped by ``"context_full"`` carried on); ``ChatAgent`` (``chat(message)``: many
+turns in one history). Notes that outlive a conversation are ``memory_store.py``.
 
-Leaves out: a real tokenizer (each provider has its own), embeddings and vector search (recall matches
-words), prompt caching and the providers' own compaction, and several programs writing one file at once.
+Leaves out: a real tokenizer (each provider has its own), prompt caching and the providers' own compaction.
 """
 from __future__ import annotations
 
-import re
-import sqlite3
-import unicodedata
-from contextlib import closing, contextmanager
 from itertools import accumulate
 
-from .agent import Agent
+from .agent import Agent, log
+from .control import _json, check_history, estimate_tokens, text_tokens, tokens_per_call  # noqa: F401
 from .models.base import ModelError, ask, scrub
-from .models.scripted import ScriptedModel
-from .safety import (CHARS_PER_TOKEN, MESSAGE_OVERHEAD, TOOL_OVERHEAD, _json, check_history,  # noqa: F401
-                     estimate_tokens, text_tokens, tokens_per_call)
-from .tools import ToolError, calculator, inside_workspace
 
 # ---------------------------------------------------------------- counting
-# estimate_tokens and tokens_per_call are the rule of thumb stage 09's Budget counts with (course_lib/safety.py):
+# estimate_tokens and tokens_per_call are the rule of thumb stage 09's Budget counts with (course_lib/control.py):
 # one rule for the whole course. This stage compares it with what a provider reports and shows what resending costs.
 def resend_cost(sizes: list[int]) -> list[int]:
     """Running total of input tokens when every call resends the whole history (``sizes``: tokens per call,
@@ -192,18 +183,7 @@ def run_with_memory(agent: Agent, goal: str, shrink=None) -> str:
     """``agent.run(goal)`` with one line more in the loop: before each model call, ``shrink(history)``
     (e.g. ``lambda h: trim_window(h, keep_last=4)``) replaces the history."""
     agent.reset(goal)
-    agent.turns.append({"message": scrub(goal)})   # recorded as run() records a turn; _go_on fills in how it ended
-    return _go_on(agent, shrink)
-
-
-def _go_on(agent: Agent, shrink) -> str:
-    while not agent.done:
-        if shrink is not None:
-            agent.history = shrink(agent.history)
-        agent.step()
-    if agent.turns:   # the turn's record (and so the saved transcript) says how it really ended
-        agent.turns[-1].update(answer=agent.answer, stop_reason=agent.stop_reason, steps=agent.steps)
-    return agent.answer
+    return agent.loop(shrink)
 
 
 def continue_after_trim(agent: Agent, max_tokens: int | None = None, *, keep_last: int | None = None) -> str:
@@ -216,184 +196,53 @@ def continue_after_trim(agent: Agent, max_tokens: int | None = None, *, keep_las
     history = list(agent.history)
     while history and history[-1]["role"] == "assistant":
         history.pop()
-    agent.history = trim_window(history, max_tokens, keep_last=keep_last)   # raises before anything changes
-    agent.stop_reason = agent.answer = None
-    return _go_on(agent, lambda h: trim_window(h, max_tokens, keep_last=keep_last))
+    agent.resume(trim_window(history, max_tokens, keep_last=keep_last))   # raises before anything changes
+    return agent.loop(lambda h: trim_window(h, max_tokens, keep_last=keep_last))
 
 
-# ---------------------------------------------------------------- a 30-step run, three ways
-def savings_run(months: int = 29) -> tuple[str, ScriptedModel]:
-    """A long, dull task: a balance worked out one month per calculator call (1% a month, whole won), then
-    the answer: ``months + 1`` model calls."""
-    balance, replies = 1_000_000, []
-    for month in range(1, months + 1):
-        replies.append({"tool_calls": [{"id": f"month_{month}", "name": "calculator",
-                                        "args": {"expression": f"{balance} + {balance} // 100"}}]})
-        balance += balance // 100
-    replies.append(f"After {months} months the balance is {balance:,} won ({months}개월 후 잔액: {balance:,}원).")
-    goal = (f"1,000,000원을 월 1% 복리로 {months}개월 맡기면? Work it out one month at a time with the calculator, "
-            "rounding the interest down to whole won.")
-    return goal, ScriptedModel(replies, native_tools=True)
+# ---------------------------------------------------------------- a conversation: one history, many turns
+class ChatAgent(Agent):
+    """An ``Agent`` that holds a conversation: ``chat(message)`` adds the message to the same history and runs
+    the loop until this turn ends (``max_steps`` counts per turn); ``turns`` keeps one record per turn, and the
+    saved transcript keeps them too. ``run(goal)`` starts a new conversation with ``goal`` as its first turn."""
 
+    def reset(self, goal: str | None = None) -> None:
+        super().reset(goal)
+        self.turns, self.request = [], goal   # request: what the current turn answers
 
-def _note_taker(messages: list[dict]) -> str:   # a scripted summariser: the same note every time
-    return "Each month so far was one calculator call, balance + balance // 100; the newest balance is below."
+    def run(self, goal: str) -> str:
+        self.reset(goal)
+        log.info("goal: %s", goal)
+        return self._turn(goal)
 
+    def chat(self, message: str) -> str:
+        """One turn: ``message`` joins the history (a new one, with the system prompt, if there is none yet)."""
+        if not isinstance(message, str):
+            raise TypeError(f"message must be text, not {type(message).__name__}")
+        if not self.history:
+            self.reset(message)
+        else:
+            self._close_calls()
+            self.resume()
+            self.steps, self.request = 0, message
+            self.goal = message if self.goal is None else self.goal
+            self.history.append({"role": "user", "content": scrub(message)})
+        log.info("message: %s", message)
+        answer = self._turn(message)
+        self._close_calls()   # the next turn must not start after a tool call that never got its result
+        return answer
 
-def context_growth_data(steps: int = 30, keep_last: int = 4, summary_over: int = 800) -> dict[str, list[int]]:
-    """Estimated input tokens of each model call in the same ``steps``-call run: with no trimming, with a
-    window of ``keep_last`` steps, and summarised (keeping ``keep_last``) whenever it grows past
-    ``summary_over`` (the summariser's own calls not counted). The numbers behind ``plots.memory_plot``."""
-    modes = {"no trimming": None,
-             "window": lambda h: trim_window(h, keep_last=keep_last),
-             "summary": lambda h: summarise(h, _note_taker, keep_last=keep_last)
-             if estimate_tokens(h) > summary_over else h}
-    data = {}
-    for mode, shrink in modes.items():
-        goal, model = savings_run(steps - 1)
-        run_with_memory(Agent({"calculator": calculator}, model, max_steps=steps), goal, shrink)
-        data[mode] = [estimate_tokens(sent) for sent in model.calls]
-    return data
+    def _turn(self, message: str) -> str:
+        answer = self.loop()
+        self.turns.append({"message": scrub(message), "answer": answer, "stop_reason": self.stop_reason,
+                           "steps": self.steps})
+        return answer
 
+    def _close_calls(self) -> None:
+        """Answer every call the last reply left without a result (a stop came between the call and its run):
+        an API refuses a history where a tool call has no result, and a text model would think it ran."""
+        self.history += self.protocol.close(self.history, f"Not run: the turn stopped ({self.stop_reason}) "
+                                                          "before this call ran.")
 
-# ---------------------------------------------------------------- long-term memory in SQLite
-MAX_NOTE_CHARS, MAX_NOTES = 1000, 10_000   # one fact per note, not a document
-MAX_RESULTS, MAX_QUERY_CHARS, MAX_QUERY_WORDS = 10, 200, 10
-# Key-like text: a provider's key prefix (after anything but a Latin letter or digit: Korean and Latin letters
-# have no \b between them, "키는sk-..."), or a long run mixing upper case, lower case and digits (base64).
-_KEY_PREFIX = re.compile(r"(?<![A-Za-z0-9])(?:sk-|gh[pousr]_|xox[abp]-|AKIA)[A-Za-z0-9_-]{12,}")
-_LONG_RUN = re.compile(r"[A-Za-z0-9+/_=-]{32,}")
-
-
-def looks_like_secret(text: str) -> bool:
-    """Whether ``text`` holds something shaped like an API key or another secret, even one wrapped over lines."""
-    unwrapped = "".join(line.strip() for line in text.splitlines())   # a wrapped key made whole (each run too)
-    return any(_KEY_PREFIX.search(t) for t in (text, unwrapped)) or any(
-        re.search("[a-z]", run) and re.search("[A-Z]", run) and re.search("[0-9]", run)
-        for run in _LONG_RUN.findall(unwrapped))
-
-
-def fts5_available() -> bool:
-    """Whether this Python's SQLite has FTS5, its full-text search (most builds do)."""
-    with closing(sqlite3.connect(":memory:")) as db:
-        try:
-            db.execute("CREATE VIRTUAL TABLE probe USING fts5(text)")
-        except sqlite3.OperationalError:   # "no such module: fts5"
-            return False
-    return True
-
-
-class MemoryStore:
-    """Notes that outlive a conversation, in a SQLite file in the workspace (the current folder). Its methods
-    ``remember``, ``recall`` and ``forget`` are the tools: ``Agent({**default_tools(), **store.tools()}, model)``.
-
-    ``fts``: None uses FTS5 full-text search where SQLite has it (words and the starts of words, best match
-    first), False forces the plain ``LIKE`` search (any part of the text, newest first among equals)."""
-
-    def __init__(self, path: str = "memory.sqlite3", *, fts: bool | None = None):
-        self.path = inside_workspace(path)
-        if fts and not fts5_available():
-            raise ValueError("this Python's SQLite has no FTS5; use fts=None or fts=False for the LIKE search")
-        self.fts = fts5_available() if fts is None else bool(fts)
-        with self._db() as db:   # AUTOINCREMENT: a forgotten #5 never comes back as another #5
-            db.execute("CREATE TABLE IF NOT EXISTS memories (id INTEGER PRIMARY KEY AUTOINCREMENT, text TEXT NOT NULL)")
-            if self.fts:   # the index is rebuilt from the table, so notes saved without FTS5 are found too
-                db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(text)")
-                db.execute("DELETE FROM memories_fts")
-                db.execute("INSERT INTO memories_fts(rowid, text) SELECT id, text FROM memories")
-
-    @contextmanager
-    def _db(self):
-        """A connection for one operation, committed (or rolled back) and closed: usable from any thread."""
-        try:
-            with closing(sqlite3.connect(self.path)) as db, db:
-                yield db
-        except sqlite3.Error as e:
-            raise ToolError(f"the memory file '{self.path.name}' could not be used ({type(e).__name__}: {e}); "
-                            "check that it is a SQLite database nobody else is writing") from None
-
-    def tools(self) -> dict:
-        """The three tools, name → method, to merge into an agent's tools."""
-        return {"remember": self.remember, "recall": self.recall, "forget": self.forget}
-
-    def remember(self, text: str) -> str:
-        """Save one fact worth keeping for later conversations (a preference, a decision, a name); never a secret.
-
-        Args:
-            text: the fact in a sentence or two, e.g. "The user lives in Busan (부산에 산다)".
-        """
-        if not isinstance(text, str) or not text.strip():
-            raise ToolError('text must be a non-empty sentence, e.g. "The user prefers answers in Korean"')
-        raw = scrub(text)   # one line, in one Unicode form (NFC): a note cannot fake extra lines in recall's answer,
-        text = unicodedata.normalize("NFC", " ".join(raw.split()))   # and is found however the query is written
-        if len(text) > MAX_NOTE_CHARS:
-            raise ToolError(f"the note is {len(text):,} characters long; the limit is {MAX_NOTE_CHARS:,}: save "
-                            "one short fact at a time")
-        if any(ord(c) < 32 or ord(c) == 127 for c in text):
-            raise ToolError("the note contains control characters; save plain text")
-        if looks_like_secret(raw):   # before the lines are joined: a key may be wrapped; the message never repeats it
-            raise ToolError("this looks like an API key or another secret (a key prefix such as sk-, or a long run "
-                            "of mixed letters and digits); secrets are never saved in memory. Save where it is "
-                            "kept instead, e.g. \"the OpenAI key is in the OPENAI_API_KEY variable\".")
-        with self._db() as db:
-            found = db.execute("SELECT id FROM memories WHERE text = ?", (text,)).fetchone()
-            if found:
-                return f"Already remembered as #{found[0]}."
-            if db.execute("SELECT count(*) FROM memories").fetchone()[0] >= MAX_NOTES:
-                raise ToolError(f"the memory is full ({MAX_NOTES:,} notes); forget some before saving more")
-            new = db.execute("INSERT INTO memories (text) VALUES (?)", (text,)).lastrowid
-            if self.fts:
-                db.execute("INSERT INTO memories_fts (rowid, text) VALUES (?, ?)", (new, text))
-        return f"Remembered as #{new}."
-
-    def recall(self, query: str, limit: int = 5) -> str:
-        """Search saved memories by words (e.g. 부산, price); use it before asking something the user may have said.
-
-        Args:
-            query: words to look for; a memory matches if it has any of them.
-            limit: the most memories to return, 1 to 10.
-        """
-        if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
-            raise ToolError(f"query must be a few words, at most {MAX_QUERY_CHARS} characters")
-        query = unicodedata.normalize("NFC", scrub(query))   # the form notes are saved in
-        words = re.findall(r"\w+", query)[:MAX_QUERY_WORDS]   # words only: no search syntax gets through
-        if not words:
-            raise ToolError('query has no words to look for; send one or more words, e.g. "부산" or "price"')
-        if type(limit) is not int or not 1 <= limit <= MAX_RESULTS:
-            raise ToolError(f"limit must be a whole number from 1 to {MAX_RESULTS}")
-        with self._db() as db:
-            if self.fts:   # each word quoted, so FTS5 reads it as text, and * matches words that start with it
-                match = " OR ".join(f'"{w}"*' for w in words)
-                rows = db.execute("SELECT rowid, text FROM memories_fts WHERE memories_fts MATCH ? "
-                                  "ORDER BY rank LIMIT ?", (match, limit)).fetchall()
-            else:   # the SQL holds only ? placeholders; the words travel as parameters, never as SQL
-                hits = " + ".join(["(text LIKE ? ESCAPE '\\')"] * len(words))
-                patterns = ["%" + re.sub(r"([\\%_])", r"\\\1", w) + "%" for w in words]
-                rows = db.execute(f"SELECT id, text FROM memories WHERE {hits} > 0 ORDER BY {hits} DESC, id DESC "
-                                  "LIMIT ?", [*patterns, *patterns, limit]).fetchall()
-        if not rows:
-            return f"No memory matches '{' '.join(words)}'."
-        return "\n".join(f"#{number}: {text}" for number, text in rows)
-
-    def forget(self, memory_id: int) -> str:
-        """Delete one saved memory by its number from recall, e.g. when the user says it is wrong or asks you to.
-
-        Args:
-            memory_id: the number recall shows, e.g. 3 for "#3".
-        """
-        if type(memory_id) is not int:
-            raise ToolError('memory_id must be a whole number, e.g. 3 for the "#3" that recall shows')
-        with self._db() as db:
-            row = db.execute("SELECT text FROM memories WHERE id = ?", (memory_id,)).fetchone() \
-                if 0 < memory_id < 2**63 else None
-            if row is None:
-                raise ToolError(f"there is no memory #{memory_id}; use recall to find the number of the one to forget")
-            db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-            if self.fts:
-                db.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
-        return f"Forgot #{memory_id}: {row[0][:80]}"
-
-    def __repr__(self) -> str:
-        with self._db() as db:
-            count = db.execute("SELECT count(*) FROM memories").fetchone()[0]
-        return f"MemoryStore({self.path.name!r}, {count} notes, search={'FTS5' if self.fts else 'LIKE'})"
+    def transcript(self, **extra) -> dict:
+        return super().transcript(turns=self.turns, **extra)

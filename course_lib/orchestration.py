@@ -5,9 +5,10 @@ Adds: ``as_tool(name, make_agent, description)``, a plain tool ``name(task: str)
 ``dispatch`` treat it like any tool) that runs a fresh sub-agent, with its own tools, history and step cap, on
 each task and returns its answer, keeping each call in its ``runs`` as a ``SubRun`` (task, answer, stop reason,
 steps, tokens, transcript, the runs it started). ``Orchestrator``, an ``Agent`` whose transcript (and ``save``)
-nests its sub-agents'; ``call_tree`` and ``call_edges`` (who called whom); ``total_usage`` (the team's tokens);
-``team_demo``, a scripted team. Guards: an empty or overlong task is refused, agents nest at most ``max_depth``
-deep (a context variable counts), and a sub-agent that stops without an answer is an error observation.
+nests its sub-agents'; ``call_tree`` and ``call_edges`` (who called whom); ``total_usage`` (the team's tokens).
+(The lesson's scripted team: ``courseware/patterns_lab.py``.) Guards: an empty or overlong task is refused,
+agents nest at most ``max_depth`` deep (a context variable counts), and a sub-agent that stops without an answer
+is an error observation.
 
 Leaves out: sub-agents working in parallel, sharing memory or talking to each other (each sees only its task,
 and only the orchestrator reads their answers), one budget for the whole team (each agent may have its own
@@ -21,8 +22,7 @@ from dataclasses import dataclass, field
 from itertools import count
 
 from .agent import Agent
-from .models.scripted import ScriptedModel
-from .tools import ToolError, calculator, lookup, search_docs
+from .tools import ToolError
 
 MAX_DEPTH = 3            # orchestrator → agent → agent → agent, and no deeper
 MAX_TASK_CHARS = 4000    # a task is a brief, not a document to pass along
@@ -165,36 +165,3 @@ def total_usage(orchestrator: Agent, *tools) -> dict:
         nodes += node["calls"]
         total = {key: total[key] + (node["usage"].get(key) or 0) for key in total}
     return total
-
-
-# ---------------------------------------------------------------- a scripted team
-def _said(text: str, *calls, usage: tuple[int, int]) -> dict:   # usage: MADE-UP counts, to show how they add up
-    return {"text": text, "usage": {"input_tokens": usage[0], "output_tokens": usage[1]},   # ids: unique per demo
-            "tool_calls": [{"id": f"call_{usage[0]}_{i}", "name": t, "args": a} for i, (t, a) in enumerate(calls)]}
-
-
-TEAM_GOAL = "부품 25개를 주문하면 총액은 얼마이고, 배송비가 드나요? (What do 25 units cost, and is shipping charged?)"
-RESEARCH_TASK = "부품 단가와 배송비 조건을 찾아 주세요. (Find the unit price and the shipping terms.)"
-TOTAL_TASK = "개당 $24인 부품 25개의 총액을 계산해 주세요. (Work out the total for 25 units at $24 each.)"
-
-
-def team_demo() -> tuple[str, Orchestrator, dict]:
-    """``(goal, orchestrator, agent_tools)``: the orchestrator asks a researcher (lookup, search_docs) for the unit
-    price, an accountant (calculator) for the total, then answers. All scripted; the token counts are made up."""
-    researcher = as_tool("researcher", lambda: Agent({"lookup": lookup, "search_docs": search_docs}, ScriptedModel([
-        _said("", ("lookup", {"topic": "단가"}), usage=(305, 22)),
-        _said("", ("lookup", {"topic": "배송"}), usage=(351, 20)),
-        _said("단가는 개당 $24, $500 이상 주문은 배송비 무료입니다. (Unit price $24; orders of $500+ ship free.)",
-              usage=(398, 31))], native_tools=True)),
-        "Ask the researcher to find facts (prices, policies) in the company's knowledge base.")
-    accountant = as_tool("accountant", lambda: Agent({"calculator": calculator}, ScriptedModel([
-        _said("", ("calculator", {"expression": "25*24"}), usage=(280, 18)),
-        _said("총액은 $600입니다 (25 × $24). (The total is $600.)", usage=(312, 25))], native_tools=True)),
-        "Ask the accountant to work out a total, or any other arithmetic, step by step.")
-    team = {"researcher": researcher, "accountant": accountant}
-    model = ScriptedModel([
-        _said("먼저 단가를 알아봅니다.", ("researcher", {"task": RESEARCH_TASK}), usage=(412, 41)),
-        _said("이제 총액을 계산합니다.", ("accountant", {"task": TOTAL_TASK}), usage=(486, 37)),
-        _said("총액은 $600입니다 (25 × $24). $500 이상이라 배송비는 무료입니다. (The total is $600; shipping is "
-              "free on orders of $500 or more.)", usage=(548, 52))], native_tools=True)
-    return TEAM_GOAL, Orchestrator(team, model, max_steps=4), team

@@ -29,6 +29,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .describe import build_system_prompt
+from .workspace import whole
+
 MAX_NESTING = 32
 _DECODER = json.JSONDecoder()
 _OBJECT_START = re.compile(r"\{\s*\"")   # a JSON object with at least one key starts like this
@@ -159,3 +162,44 @@ def parse_reply(text) -> ParsedReply:
         return _fail(first_problem or "no JSON object found")
     except Exception as e:   # belt and braces: the contract is "never raises"
         return _fail(f"could not read the reply ({type(e).__name__})")
+
+
+@dataclass(slots=True)
+class Reading:
+    """What a reply means to the agent's loop, as a protocol reads it: tool ``calls`` to run (``(name, args, id)``),
+    an ``answer``, or an ``error`` with the ``fix`` to ask for; ``keep``: whether the reply joins the history."""
+    calls: list = field(default_factory=list)
+    answer: str | None = None
+    error: str | None = None
+    fix: str = ""
+    thought: str | None = None
+    keep: bool = True
+
+
+class TextProtocol:
+    """The protocol of stage 06's ``Agent``: the tools listed in the system prompt (stage 03), one JSON action per
+    reply (``parse_reply``), each result sent back as a user message ``Observation: ...``. A model whose API
+    carries tools and calls brings its own protocol instead (``models/native.py``)."""
+    fix = 'Reply with one JSON object: {"tool": "<name>", "args": {...}}'
+
+    def system_prompt(self, tools) -> str:
+        return build_system_prompt(tools)
+
+    def message(self, reply) -> dict:   # the model's turn, as a history message
+        return {"role": "assistant", "content": whole(reply.text)}
+
+    def read(self, reply) -> Reading:
+        p = parse_reply(reply.text)
+        if p.ok and p.tool != "finish":
+            return Reading(calls=[(p.tool, p.args, "")], thought=p.thought)
+        if p.ok and isinstance(p.args.get("answer"), str):
+            return Reading(answer=p.args["answer"], thought=p.thought)
+        return Reading(error=p.error or 'finish needs {"answer": "<text>"} in its args', fix=self.fix, thought=p.thought)
+
+    def result(self, call: tuple, observation) -> dict:   # an Observation of stage 05: its text goes back
+        return {"role": "user", "content": whole(f"Observation: {observation.content}")}
+
+    def close(self, history: list[dict], note: str) -> list[dict]:
+        """Results for the calls of the last message that never ran (a stop came first)."""
+        p = parse_reply(history[-1].get("content")) if history and history[-1]["role"] == "assistant" else None
+        return [{"role": "user", "content": f"Observation: Error: {note}"}] if p and p.ok and p.tool != "finish" else []

@@ -1,17 +1,11 @@
-"""Stage 11 — planning: the agent writes its plan down as a checklist and works through it, and a critic
-checks its answer against the goal before the answer is given.
+"""Stage 11 — planning: a checklist the agent writes and works through, and a critic that checks its answer.
 
-Adds: ``TodoList``, whose methods are the tools ``create_todos``, ``mark_complete``, ``mark_failed``, ``replan``
-and ``show_todos`` (``todos.tools()``). The plan is state outside the history: ``checklist()`` draws it (☐ to
-do, ☑ done, ✗ failed) and ``history`` keeps a snapshot per change. While a step is still to do, a second plan
-is refused; a step that cannot be done is marked failed, and ``replan`` puts new steps right after it.
-``refine(agent, goal, critic)``, the evaluator–optimiser loop: a critic judges each answer with a JSON verdict
-(``{"ok": true}`` or ``{"ok": false, "feedback": "..."}``) and the feedback goes back through ``agent.chat``
-until the critic accepts or ``rounds`` answers were judged; an unreadable verdict or a failed critic ends the
-loop, as there is no feedback to act on. ``planning_demo`` and ``refine_demo``: scripted runs of both.
+Adds: ``TodoList``, the plan, kept outside the history: its methods are the tools ``create_todos``, ``mark_complete``,
+``mark_failed``, ``replan`` and ``show_todos``; ``checklist()`` draws it, ``history`` keeps each change. ``refine``,
+the evaluator–optimiser loop: a critic's JSON verdict (``parse_verdict``) accepts an answer or sends feedback back
+through ``agent.chat``, ``rounds`` times at most. The lesson's scripted runs: ``courseware/patterns_lab.py``.
 
-Leaves out: making the model plan (its prompt decides), refusing to finish while steps are open, steps that
-depend on each other or run in parallel, and a critic with tools (it sees only the goal and the answer).
+Leaves out: making the model plan, refusing to finish while steps are open, dependent steps, a critic with tools.
 """
 from __future__ import annotations
 
@@ -20,10 +14,8 @@ import re
 from dataclasses import dataclass, field
 from itertools import islice
 
-from . import default_tools
 from .agent import Agent
 from .models.base import ask, scrub
-from .models.scripted import ScriptedModel
 from .tools import ToolError
 
 # ---------------------------------------------------------------- the plan as a checklist
@@ -126,7 +118,6 @@ class TodoList:
         """Show the plan as a checklist: ☐ to do, ☑ done, ✗ failed."""
         return self.checklist() if self.items else "There is no plan yet; call create_todos with the steps."
 
-    # -- checks, each a sentence for the model
     def _steps(self, items, room: int) -> list[str]:
         if not isinstance(items, list) or not items:
             raise ToolError('items must be a non-empty list of steps, e.g. ["단가 확인", "총액 계산"]')
@@ -201,9 +192,8 @@ class Refined:
 
 
 def parse_verdict(text) -> Verdict:
-    """The first JSON object with an ``"ok"`` key in the critic's reply (prose, code fences and ``<think>``
-    notes around it are ignored). ``ok`` must be true or false, and a rejection needs ``feedback`` text; any
-    other reply is ``Verdict(ok=False, note=...)`` saying what was wrong. Never raises; bounded work."""
+    """The first JSON object with an ``"ok"`` key in the critic's reply (prose, fences, ``<think>`` around it):
+    ``ok`` true or false, a rejection with ``feedback`` text; else ``Verdict(False, note=why)``. Never raises."""
     if not isinstance(text, str) or not text.strip():
         return Verdict(False, note="the critic's reply was empty")
     text = text.rpartition("</think>")[2][:MAX_VERDICT_CHARS]   # a draft in <think> is not the verdict
@@ -224,8 +214,7 @@ def parse_verdict(text) -> Verdict:
 
 
 def ask_critic(critic, goal: str, answer: str) -> Verdict:
-    """One verdict from ``critic`` (a model with ``complete(messages, tools)``, or ``f(messages) -> str``), shown
-    only the goal and the answer. A critic that fails gives ``Verdict(False, note="the critic failed: ...")``."""
+    """A verdict from ``critic`` (a model or ``f(messages) -> str``), shown only goal and answer; a failure: a note."""
     messages = [{"role": "system", "content": CRITIC_PROMPT},
                 {"role": "user", "content": scrub(f"Goal:\n{goal}\n\nAnswer:\n{answer}")}]
     try:
@@ -238,10 +227,9 @@ def ask_critic(critic, goal: str, answer: str) -> Verdict:
 
 
 def refine(agent, goal: str, critic, rounds: int = 2, *, tools=None) -> Refined:
-    """Run ``agent`` (an Agent, or a model to wrap in one with ``tools``) on ``goal`` and let ``critic`` judge
-    each answer; a rejection's feedback goes back with ``agent.chat``, in the same history, for at most
-    ``rounds`` answers in all. An agent that stops without an answer, an unreadable verdict or a failed critic
-    ends the loop at once, saying so in ``stop_reason``."""
+    """Run ``agent`` (an Agent, or a model to wrap in one with ``tools``) on ``goal``; ``critic`` judges each answer
+    and a rejection's feedback goes back with ``agent.chat``, for at most ``rounds`` answers; ``stop_reason``: why
+    it ended (an agent stopping without an answer, an unreadable verdict or a failed critic end it at once)."""
     if type(rounds) is not int or rounds < 1:
         raise ValueError(f"rounds must be a whole number, 1 or more, not {rounds!r}")
     agent = agent if isinstance(agent, Agent) else Agent(tools or {}, agent)
@@ -252,8 +240,7 @@ def refine(agent, goal: str, critic, rounds: int = 2, *, tools=None) -> Refined:
         if agent.stop_reason != "finish":   # no new answer to judge: keep the last one there was
             result.stop_reason, result.answer = "agent_stopped", result.answer or answer
             break
-        verdict = ask_critic(critic, goal, answer)
-        result.answer = answer
+        result.answer, verdict = answer, ask_critic(critic, goal, answer)
         result.answers.append(answer)
         result.verdicts.append(verdict)
         if verdict.ok or verdict.note:
@@ -261,48 +248,3 @@ def refine(agent, goal: str, critic, rounds: int = 2, *, tools=None) -> Refined:
                 "critic_error" if verdict.note.startswith("the critic failed") else "critic_unreadable")
             break
     return result
-
-
-# ---------------------------------------------------------------- scripted runs for the lesson
-PLAN_GOAL = "30개 주문 견적을 내 줘: 총액과 배송비 무료 여부. (Quote an order of 30 units: the total, and is shipping free?)"
-PLAN_ANSWER = ("30개 견적: 개당 $24 × 30 = $720이고, $500 이상이라 배송비는 무료입니다. 대량 할인 정보는 없어 반영하지 "
-               "않았습니다. (30 units cost $720 with free shipping; no bulk discount is listed.)")
-PLAN_CALLS = [   # one call per model reply; the lookup of 할인 fails, so step 3 fails and is replanned
-    ("create_todos", {"items": ["단가 확인 (unit price)", "총액 계산 (total)", "대량 할인율 확인 (bulk discount)",
-                                "견적 정리 (write the quote)"]}),
-    ("lookup", {"topic": "단가"}), ("mark_complete", {"index": 1, "note": "개당 $24"}),
-    ("calculator", {"expression": "24*30"}), ("mark_complete", {"index": 2, "note": "$720"}),
-    ("lookup", {"topic": "할인"}), ("mark_failed", {"index": 3, "reason": "할인 정보 없음 (no discount is listed)"}),
-    ("replan", {"index": 3, "items": ["배송비 조건 확인 (shipping terms)"]}),
-    ("lookup", {"topic": "배송"}), ("mark_complete", {"index": 4, "note": "$500 이상 무료"}),
-    ("mark_complete", {"index": 5, "note": "할인 없이 정리"})]
-
-
-def script(calls: list, answer: str, native: bool = False) -> list:
-    """A ScriptedModel's replies: one tool call per reply, then the answer (text protocol, or native calls)."""
-    if native:
-        return [{"tool_calls": [{"id": f"call_{n}", "name": tool, "args": args}]}
-                for n, (tool, args) in enumerate(calls, 1)] + [answer]
-    return [json.dumps({"tool": tool, "args": args}, ensure_ascii=False)
-            for tool, args in [*calls, ("finish", {"answer": answer})]]
-
-
-def planning_demo(native: bool = False) -> tuple[Agent, TodoList]:
-    """An agent that plans a quote with todos (ready to ``run(agent.goal)`` or ``step()``), and its TodoList."""
-    todos = TodoList()
-    model = ScriptedModel(script(PLAN_CALLS, PLAN_ANSWER, native), native_tools=native)
-    agent = Agent({**default_tools(), **todos.tools()}, model, max_steps=len(PLAN_CALLS) + 3)
-    agent.reset(PLAN_GOAL)
-    return agent, todos
-
-
-def refine_demo(native: bool = False) -> tuple[Agent, ScriptedModel]:
-    """An agent whose first answer forgets the shipping, and a critic that rejects it, then accepts the second:
-    ``refine(agent, agent.goal, critic)``."""
-    replies = (script([("calculator", {"expression": "24*30"})], "총액은 $720입니다. (The total is $720.)", native)
-               + script([("lookup", {"topic": "배송"})], PLAN_ANSWER, native))
-    agent = Agent(default_tools(), ScriptedModel(replies, native_tools=native))
-    agent.reset(PLAN_GOAL)
-    critic = ScriptedModel(['{"ok": false, "feedback": "The goal also asks whether shipping is free; look up the '
-                            'shipping terms and say so."}', 'Both parts are answered now.\n```json\n{"ok": true}\n```'])
-    return agent, critic

@@ -4,8 +4,8 @@ few short passages with the file and lines to cite, instead of reading every fil
 Adds: ``tokenize`` (lower-cased words; Korean as overlapping pairs of syllables), ``chunk`` (overlapping runs
 of whole lines, numbered from 1), ``BM25`` (the Okapi formula, scoring exactly as rank-bm25's ``BM25Okapi``),
 ``Index`` (the workspace's text files, read with read_file's rules, within limits) and its ``search``, the
-tool ``search_workspace`` (cited snippets such as ``notes.txt:4 (score 6.68): …``), and ``recall_at_k`` over
-a labelled question set in English and Korean (``load_questions``).
+tool ``search_workspace`` (cited snippets such as ``notes.txt:4 (score 6.68): …``). How well it finds the lines
+that answer a question (recall@k over labelled questions) is measured in ``courseware/patterns_lab.py``.
 
 Leaves out: embeddings and vector search (BM25 matches words, so a Korean question does not find an English
 answer), a Korean morphological analyser, English stemming ("returns" does not match "returned") and stop
@@ -14,7 +14,6 @@ formats other than plain UTF-8 text.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -24,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from .tools import OS_FAILURES, ToolError, inside_workspace, os_problem
+from .workspace import OPEN_FILE, OS_FAILURES, ToolError, inside_workspace, os_problem
 
 # ---------------------------------------------------------------- words
 _HANGUL = "\uac00-\ud7a3"   # the 11,172 ready-made Hangul syllables, 가 to 힣
@@ -107,7 +106,6 @@ class BM25:
 
 # ---------------------------------------------------------------- the workspace as an index
 MAX_FILES, MAX_FILE_BYTES = 200, 100_000   # a workspace of notes, not a disk: more needs a real search engine
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)   # a named pipe is refused, not waited on (Windows: no flag)
 
 
 @dataclass
@@ -138,8 +136,8 @@ def _files(folder: str):
 def _read_text(path: str, max_bytes: int) -> str:
     """The file's text, or a ToolError saying why it is left out."""
     target = inside_workspace(path)   # read_file's rule: a symlink leading outside the workspace is refused
-    try:   # O_NONBLOCK (in _READ_FLAGS): a named pipe is refused below instead of waiting for a writer
-        with open(os.open(target, _READ_FLAGS), "rb") as f:
+    try:   # opened as read_file opens it: a named pipe is refused below instead of waiting for a writer
+        with open(os.open(target, OPEN_FILE), "rb") as f:
             if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
                 raise ToolError("not a regular file")
             data = f.read(max_bytes + 1)
@@ -243,23 +241,3 @@ def search_workspace(query: str, k: int = 3) -> str:
     text = "\n".join(f"{_shown(h.citation)} (score {h.score:.2f}): "
                      + "\n    ".join(map(_shown, h.snippet.split("\n"))) for h in hits)
     return text if len(text) <= MAX_OUTPUT_CHARS else text[:MAX_OUTPUT_CHARS] + "\n[... cut; ask for fewer passages]"
-
-
-# ---------------------------------------------------------------- measuring retrieval
-def load_questions() -> list[dict]:
-    """The labelled questions about the course workspace (notebooks/workspace), in English and Korean."""
-    return json.loads((Path(__file__).parent / "data" / "retrieval_questions.json").read_bytes())["questions"]
-
-
-def recall_at_k(index: Index, questions: list[dict], k: int = 3) -> dict:
-    """The share of questions answered among the top ``k`` hits, overall and per language, and the misses. A
-    hit answers a question when it cites lines of a file in the range a person marked as answering it (one
-    place, or a few equally good ones): with one right place per question this is recall@k."""
-    found = [(q, any(h.path == a["path"] and h.start_line <= a["lines"][1] and a["lines"][0] <= h.end_line
-                     for h in index.search(q["question"], k) for a in q["answers"])) for q in questions]
-    result: dict = {"k": k, "questions": len(found)}
-    for lang in ["overall", *sorted({q["lang"] for q in questions})]:
-        mine = [ok for q, ok in found if lang in ("overall", q["lang"])]
-        result[lang] = round(sum(mine) / len(mine), 3) if mine else 0.0
-    result["missed"] = [q["question"] for q, ok in found if not ok]
-    return result

@@ -1,10 +1,10 @@
 """Stage 01 — tools are plain functions.
 
-Adds: a safe calculator (an AST whitelist, never ``eval``), ``read_file`` and ``list_files`` locked to the
-workspace (the current working directory), ``lookup`` over a small bilingual knowledge base, and
-``search_docs`` over a few documents, one of which carries an injected instruction (stage 07 shows the
-agent treating it as data). Every tool takes and returns text and raises ``ToolError`` with a message
-written for the model.
+Adds: a safe calculator (an AST whitelist, never ``eval``), ``lookup`` over a small bilingual knowledge base,
+and ``search_docs`` over a few documents, one of which carries an injected instruction (stage 07 shows the
+agent treating it as data); with them, ``read_file`` and ``list_files``, locked to the workspace (the current
+working directory) by ``workspace.py``. Every tool takes and returns text and raises ``ToolError`` with a
+message written for the model.
 
 Leaves out: how a tool is found by name (stage 02), described to the model (03) or called safely with
 arguments the model made up (05).
@@ -12,20 +12,14 @@ arguments the model made up (05).
 from __future__ import annotations
 
 import ast
-import contextlib
-import errno
-import itertools
 import json
 import math
 import operator
-import os
-import stat
 from functools import cache
 from pathlib import Path
 
-
-class ToolError(Exception):
-    """A tool refused its input; the message tells the model what was wrong and what to do."""
+from .workspace import ToolError, list_files, read_file  # noqa: F401 (the file tools live with their workspace)
+from .workspace import OS_FAILURES, inside_workspace, os_problem, shorten, write_atomically  # noqa: F401 (old imports)
 
 
 # ---------------------------------------------------------------- calculator
@@ -143,205 +137,6 @@ def calculator(expression: str) -> str:
     except OverflowError:
         raise ToolError(_OUT_OF_RANGE) from None
     return str(value)   # for a float, str is repr: 0.1+0.2 shows as 0.30000000000000004
-
-
-# ---------------------------------------------------------------- workspace files
-MAX_READ_CHARS = 1_000_000   # the most read_file returns in one call, whatever max_chars asks for
-MAX_COUNTED = 1_000_000      # past the cut, characters are counted up to this many; beyond it, "more than"
-MAX_LISTED, MAX_SCANNED = 200, 10_000   # entries list_files shows, and looks at
-MAX_PATH_CHARS = 4096        # the usual system limit on a whole path (PATH_MAX)
-# How files and folders are opened. O_NONBLOCK: opening a named pipe must not wait for a writer (read_file refuses
-# it after the open); O_DIRECTORY: opening anything but a folder fails at once. Systems without them use 0.
-_OPEN_FILE = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-_OPEN_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
-
-
-def shorten(path: str) -> str:
-    """A path as error messages show it: relative to the workspace, at most 80 characters."""
-    try:
-        if os.path.isabs(path) and Path(path).is_relative_to(Path.cwd()):
-            path = os.path.relpath(path)
-    except (OSError, ValueError):
-        pass
-    return path if len(path) <= 80 else path[:80] + "…"
-
-
-def os_problem(path: str, e: BaseException) -> ToolError:
-    """An operating-system failure, told in terms of the path the model gave: never the absolute path."""
-    number = getattr(e, "errno", None)
-    if isinstance(e, RecursionError):
-        why = "the path goes through too many levels of links"
-    elif isinstance(e, RuntimeError) or number == errno.ELOOP:   # Python 3.11 reports a loop as RuntimeError
-        why = "a symbolic link on the way loops back on itself"
-    elif number == errno.ENAMETOOLONG:
-        why = "the name is too long for the file system"
-    elif isinstance(e, PermissionError):
-        why = "permission denied"
-    elif isinstance(e, MemoryError):
-        why = "not enough memory for that much text; ask for less"
-    else:
-        why = getattr(e, "strerror", None) or type(e).__name__
-    return ToolError(f"cannot use '{shorten(path)}': {why}")
-
-
-# What the file system or Python may raise on a hostile path or file; each becomes a ToolError (os_problem).
-OS_FAILURES = (OSError, RuntimeError, ValueError, OverflowError, MemoryError)
-
-
-def _outside(path: str) -> ToolError:
-    return ToolError(f"'{shorten(path)}' is outside the workspace; use a path inside the current folder")
-
-
-def inside_workspace(path: str) -> Path:
-    """Resolve `path` under the current directory, refusing anything that ends up outside it."""
-    if not isinstance(path, str) or not path.strip():
-        raise ToolError("path must be a non-empty relative path such as \"notes.txt\"")
-    if len(path) > MAX_PATH_CHARS:   # resolving a megabyte of "a/a/a/..." would take seconds
-        raise ToolError(f"the path is longer than {MAX_PATH_CHARS} characters; use a shorter one")
-    if "\0" in path:
-        raise ToolError("path contains a NUL byte, which no file name can hold")
-    try:
-        os.fsencode(path)
-    except UnicodeEncodeError:   # half of an emoji (a lone surrogate) cannot be part of a file name
-        raise ToolError("path contains a character no file name can hold; use plain text") from None
-    try:
-        root = Path.cwd().resolve()
-        target = (root / path).resolve()   # follows symlinks, so a link pointing outside is caught here
-    except OS_FAILURES as e:
-        raise os_problem(path, e) from None
-    if not target.is_relative_to(root):   # a path check, not a prefix check: /work2 is not inside /work
-        raise _outside(path)
-    return target
-
-
-def _still_inside(fd: int, path: str, root: Path | None = None) -> None:
-    """The file or folder really opened is inside the workspace. A folder swapped for a symlink between the
-    check above and the open would otherwise lead outside; where the system names open files (Linux's
-    /proc/self/fd), the name of what was opened is checked again."""
-    try:
-        opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
-    except OSError:   # no /proc here: the check in inside_workspace is all there is
-        return
-    if not opened.is_relative_to(root or Path.cwd().resolve()):
-        raise _outside(path)
-
-
-def read_file(path: str, max_chars: int = 20000) -> str:
-    """Read a text file in the workspace (the current folder); to see which files there are, use list_files.
-
-    Args:
-        path: a path inside the workspace, for example "notes.txt".
-        max_chars: the most characters to return; longer files are cut with a note.
-    """
-    if type(max_chars) is not int or max_chars < 1:
-        raise ToolError("max_chars must be a positive whole number")
-    target, wanted = inside_workspace(path), min(max_chars, MAX_READ_CHARS)
-    try:   # a named pipe is opened without waiting for a writer, and refused below
-        fd = os.open(target, _OPEN_FILE)
-    except FileNotFoundError:
-        raise ToolError(f"there is no file '{shorten(path)}' in the workspace; call list_files to see what "
-                        "exists") from None
-    except OS_FAILURES as e:
-        raise os_problem(path, e) from None
-    try:
-        kind = os.fstat(fd).st_mode
-    except OS_FAILURES as e:
-        os.close(fd)
-        raise os_problem(path, e) from None
-    if not stat.S_ISREG(kind):
-        os.close(fd)
-        if stat.S_ISDIR(kind):
-            raise ToolError(f"'{shorten(path)}' is a folder, not a file; call list_files to see inside it")
-        raise ToolError(f"'{shorten(path)}' is not a regular file (a pipe or a device); it cannot be read")
-    with open(fd, encoding="utf-8", errors="replace") as f:   # bytes that are not UTF-8 become �
-        _still_inside(fd, path)
-        try:
-            text, rest = f.read(wanted), f.read(MAX_COUNTED)   # bounded work, however large the file
-            more = f.read(1) != ""
-        except OS_FAILURES as e:
-            raise os_problem(path, e) from None
-    if rest:
-        left = f"more than {len(rest):,}" if more else f"{len(rest):,}"
-        how = "pass a larger max_chars to see more" if wanted < MAX_READ_CHARS else \
-            f"read_file returns at most {MAX_READ_CHARS:,} characters"
-        text += f"\n[... cut: {left} more characters not shown; {how}]"
-    return text
-
-
-def _entry(name: str) -> str:   # a name with a newline (or other control) must not fake extra lines
-    return name if name.isprintable() else repr(name)
-
-
-def list_files(directory: str = ".") -> str:
-    """List the files and folders in a workspace folder (folders end with /); to read a file, use read_file.
-
-    Args:
-        directory: a folder inside the workspace; "." is the workspace itself.
-    """
-    target = inside_workspace(directory)
-    try:
-        fd = os.open(target, _OPEN_FOLDER)
-        try:
-            _still_inside(fd, directory)
-            with os.scandir(fd if os.scandir in os.supports_fd else target) as entries:
-                names = sorted(_entry(e.name) + ("/" if e.is_dir() else "")
-                               for e in itertools.islice(entries, MAX_SCANNED) if not e.name.startswith("."))
-                unseen = next(entries, None) is not None
-        finally:
-            os.close(fd)
-    except NotADirectoryError:
-        raise ToolError(f"'{shorten(directory)}' is a file, not a folder; call read_file to read it") from None
-    except FileNotFoundError:
-        raise ToolError(f"there is no folder '{shorten(directory)}' in the workspace") from None
-    except OS_FAILURES as e:
-        raise os_problem(directory, e) from None
-    if not names and not unseen:
-        return f"'{shorten(directory)}' is empty"
-    more = f"\n[... {len(names) - MAX_LISTED} more not shown]" if len(names) > MAX_LISTED else ""
-    if unseen:
-        more = f"\n[... the folder has more than {MAX_SCANNED:,} entries; only some are listed]"
-    return "\n".join(names[:MAX_LISTED]) + more
-
-
-def write_atomically(target: Path, data: bytes, *, inside: Path | None = None) -> None:
-    """Write ``data`` to a temporary file beside ``target``, then rename it over ``target``.
-
-    Until the rename the old file is untouched, so a failure at any point (a full disk, an error) loses
-    nothing and removes the temporary file (only a killed process can leave a hidden ``.name.….tmp``); and a
-    rename replaces a hard link or a symlink instead of writing through it. A file that existed keeps its
-    permissions. With ``inside``, the folder written to must still be inside that folder when it is opened.
-    Everything happens relative to the opened folder, so swapping it for a symlink midway changes nothing."""
-    temporary = f".{target.name[:50]}.{os.urandom(6).hex()}.tmp"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if os.open in os.supports_dir_fd:   # POSIX: every step relative to the opened folder
-        folder = os.open(target.parent, _OPEN_FOLDER)
-        at, moved, name = {"dir_fd": folder}, {"src_dir_fd": folder, "dst_dir_fd": folder}, target.name
-    else:   # elsewhere (Windows) the same steps by path name
-        folder, at, moved, name, temporary = None, {}, {}, str(target), str(target.parent / temporary)
-    try:
-        if inside is not None and folder is not None:
-            _still_inside(folder, str(target), inside)
-        try:
-            old = os.stat(name, follow_symlinks=False, **at)
-            mode = stat.S_IMODE(old.st_mode) if stat.S_ISREG(old.st_mode) else None
-        except FileNotFoundError:
-            mode = None   # a new file: os.open's 0o666, less the umask, as any program would make it
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666, **at)
-        try:
-            with open(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-                if mode is not None:   # a file that existed keeps its permissions
-                    os.chmod(f.fileno() if os.chmod in os.supports_fd else temporary, mode)
-            os.replace(temporary, name, **moved)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary, **at)
-            raise
-    finally:
-        if folder is not None:
-            os.close(folder)
 
 
 # ---------------------------------------------------------------- knowledge

@@ -276,108 +276,18 @@ def test_saved_transcript_keeps_korean_intact(tools, tmp_path):
 
 
 # ---------------------------------------------------------------- chat: one history, many turns (for stage 10)
-def every_call_answered(history):
-    """Each assistant message with tool_calls is followed by one tool result per call id, before anything else."""
-    for i, m in enumerate(history):
-        if m.get("tool_calls"):
-            after = [r["tool_call_id"] for r in history[i + 1:i + 1 + len(m["tool_calls"])] if r["role"] == "tool"]
-            assert after == [c["id"] for c in m["tool_calls"]], f"message {i} has unanswered tool calls"
-    return True
 
 
-def test_chat_continues_the_same_history_turn_by_turn(tools):
-    model = ScriptedModel([act("lookup", topic="단가"), finish("$24 each."),
-                           act("calculator", expression="24*7"), finish("Seven cost $168.")])
-    agent = Agent(tools, model)
-    assert agent.chat("What is the unit price?") == "$24 each."
-    assert [m["role"] for m in agent.history] == ["system", "user", "assistant", "user", "assistant"]
-    assert agent.chat("And seven of them?") == "Seven cost $168."
-    assert model.calls[2][:5] == agent.history[:5] and model.calls[2][5] == {"role": "user",
-                                                                              "content": "And seven of them?"}
-    assert agent.turns == [
-        {"message": "What is the unit price?", "answer": "$24 each.", "stop_reason": "finish", "steps": 2},
-        {"message": "And seven of them?", "answer": "Seven cost $168.", "stop_reason": "finish", "steps": 2}]
-    assert agent.goal == "What is the unit price?" and agent.steps == 2 and len(agent.trace) == 4
-    assert agent.transcript()["turns"] == agent.turns and agent.history[0]["role"] == "system"
-
-
-def test_max_steps_counts_per_turn_and_a_stopped_turn_does_not_stop_the_next(tools):
-    model = ScriptedModel([act("lookup", topic="단가")] * 2 + [act("lookup", topic="배송"),
-                                                              finish("Free over $50.")])
-    agent = Agent(tools, model, max_steps=2)
-    agent.chat("price?")
-    assert agent.stop_reason == "max_steps" and agent.handoff.goal == "price?"
-    assert agent.chat("shipping?") == "Free over $50."
-    assert [t["steps"] for t in agent.turns] == [2, 2] and agent.handoff is None
-    assert [t["stop_reason"] for t in agent.turns] == ["max_steps", "finish"]
-
-
-def test_run_starts_afresh_and_records_its_turn(tools):
-    goal, model = scenario_model("price")
-    agent = Agent(tools, ScriptedModel([finish("hi")]))
-    agent.chat("hello")
-    agent.model = model
-    agent.run(goal)
-    assert agent.turns == [{"message": goal, "answer": agent.answer, "stop_reason": "finish", "steps": 4}]
-    assert agent.history[1] == {"role": "user", "content": goal} and len(agent.history) == 9
-
-
-def test_a_native_turn_stopped_with_a_call_pending_leaves_no_unanswered_call(tools):
-    call = Reply("", (ToolCall("lookup", {"topic": "단가"}, "a"), ToolCall("lookup", {"topic": "단가"}, "b")))
-    model = ScriptedModel([call, Reply("", (ToolCall("lookup", {"topic": "단가"}, "c"),
-                                            ToolCall("lookup", {"topic": "단가"}, "d"))), "It is $24."],
-                          native_tools=True)
-    agent = Agent(tools, model, repeat_limit=2)
-    agent.chat("price?")
-    assert agent.stop_reason == "repeated_call" and every_call_answered(agent.history)
-    closing = agent.history[-2:]
-    assert [m["tool_call_id"] for m in closing] == ["c", "d"] and all(m["is_error"] for m in closing)
-    assert closing[0]["content"] == "Not run: the turn stopped (repeated_call) before this call ran."
-    assert agent.chat("Just tell me.") == "It is $24." and every_call_answered(agent.history)
-
-
-def test_a_cut_off_call_after_run_is_answered_before_the_next_turn(tools):
-    model = ScriptedModel([{"text": "", "tool_calls": [{"name": "lookup", "args": {"topic": "단"}, "id": "x"}],
-                            "stop": "max_tokens"}, "Sorry, $24."], native_tools=True)
-    agent = Agent(tools, model)
-    agent.run("price?")
-    assert agent.stop_reason == "max_tokens" and agent.history[-1]["tool_calls"]   # run() leaves history as it was
-    agent.chat("Try again?")
-    assert every_call_answered(agent.history) and agent.history[3]["tool_call_id"] == "x"
-    assert agent.history[4] == {"role": "user", "content": "Try again?"}
-
-
-def test_only_the_calls_without_a_result_are_answered(tools):
-    agent = Agent(tools, ScriptedModel(["All done."], native_tools=True))
-    agent.history = [{"role": "system", "content": "s"}, {"role": "user", "content": "two lookups"},
-                     {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "name": "lookup", "args": {}},
-                                                                          {"id": "b", "name": "lookup", "args": {}}]},
-                     {"role": "tool", "tool_call_id": "a", "name": "lookup", "content": "개당 $24",
-                      "is_error": False}]
-    assert agent.chat("Go on.") == "All done."
-    assert [m.get("tool_call_id") for m in agent.history[3:5]] == ["a", "b"] and agent.history[5]["content"] == "Go on."
-    assert agent.goal == "Go on." and agent.turns[0]["steps"] == 1   # a history from elsewhere: its first goal
-
-
-def test_a_text_turn_stopped_on_a_repeated_call_gets_an_observation(tools):
-    goal, model = scenario_model("repeat")
-    agent = Agent(tools, model, repeat_limit=2)
-    agent.chat(goal)
-    assert agent.stop_reason == "repeated_call"
-    assert agent.history[-1] == {"role": "user", "content": "Observation: Error: Not run: the turn stopped "
-                                                            "(repeated_call) before this call ran."}
-
-
-def test_chat_needs_text(tools):
-    with pytest.raises(TypeError, match="message must be text, not dict"):
-        Agent(tools, ScriptedModel([])).chat({"role": "user"})
-
-
-def test_the_docstring_lists_every_stop_reason():
+def test_the_docstrings_list_every_stop_reason_where_it_arises():
+    # agent.py is stage 06 and names no later stage: the loop's own reasons there, the others with their stage
     import course_lib.agent
-    for reason in ("finish", "max_steps", "format_errors", "repeated_call", "budget", "model_error", "refused",
-                   "max_tokens", "context_full"):
+    import course_lib.control
+    import course_lib.models.base
+    for reason in ("finish", "max_steps", "format_errors", "repeated_call", "model_error"):
         assert f"``{reason}``" in course_lib.agent.__doc__
+    for reason in ("refused", "max_tokens", "context_full"):
+        assert f'``"{reason}"``' in course_lib.models.base.__doc__
+    assert 'stop_reason="budget"' in course_lib.control.__doc__
 
 
 # ---------------------------------------------------------------- what each model is told, and with what
@@ -529,28 +439,48 @@ def test_arguments_no_key_can_be_made_for_are_never_a_repeat(tools):
 
 # ---------------------------------------------------------------- the other stops
 class StubBudget:
-    """Lets ``allowed`` model calls through, then stops with a sentence; records what it was asked about."""
+    """A limit that lets ``allowed`` model calls through, then stops with a sentence; records what it was asked."""
+    stop_reason = "budget"
 
     def __init__(self, allowed):
         self.allowed, self.asked = allowed, []
 
-    def check(self, agent):
+    def __call__(self, agent):
         self.asked.append(agent)
         return None if len(self.asked) <= self.allowed else "Stopped: out of budget."
 
 
-def test_a_budget_is_checked_before_every_model_call(tools):
+def test_a_limit_is_checked_before_every_model_call_and_stops_with_its_reason(tools):
     budget = StubBudget(allowed=1)
     model = ScriptedModel([act("lookup", topic="단가")] * 5)
-    agent = Agent(tools, model, budget=budget)
+    agent = Agent(tools, model, limits=[budget])
     assert agent.run("x") == "Stopped: out of budget."
     assert agent.stop_reason == "budget" and agent.steps == 1 and len(model.calls) == 1
     assert budget.asked == [agent, agent]
 
 
-def test_a_budget_must_have_a_check(tools):
-    with pytest.raises(TypeError, match=r"^budget must be a course_lib.safety.Budget, not dict$"):
-        Agent(tools, ScriptedModel([]), budget={"max_tokens": 100})
+def test_limits_are_checked_in_order_after_the_step_cap_and_a_plain_function_stops_with_limit(tools):
+    seen = []
+
+    def first(agent):
+        seen.append("first")
+
+    def second(agent):
+        seen.append("second")
+        return "Stopped: enough." if agent.steps == 2 else ""
+
+    agent = Agent(tools, ScriptedModel([act("lookup", topic="단가")] * 5), max_steps=5, limits=(first, second))
+    assert agent.run("x") == "Stopped: enough." and agent.stop_reason == "limit" and agent.steps == 2
+    assert seen == ["first", "second"] * 3
+    capped = Agent(tools, ScriptedModel([act("lookup", topic="단가")] * 5), max_steps=1, limits=[StubBudget(0)])
+    assert capped.run("x") and capped.stop_reason == "budget" and capped.steps == 0
+    capped = Agent(tools, ScriptedModel([act("lookup", topic="단가")] * 5), max_steps=1, limits=[StubBudget(1)])
+    assert capped.run("x") and capped.stop_reason == "max_steps" and capped.limits[0].asked == [capped]
+
+
+def test_a_limit_must_be_a_function(tools):
+    with pytest.raises(TypeError, match=r"^each limit must be a function limit\(agent\) -> str \| None, not dict$"):
+        Agent(tools, ScriptedModel([]), limits=[{"max_tokens": 100}])
 
 
 def test_a_model_error_is_recorded_and_logged(tools, caplog):
@@ -621,12 +551,6 @@ def test_the_smallest_step_cap_from_the_environment_is_one(monkeypatch, raw, ste
 
 
 # ---------------------------------------------------------------- logging
-def test_bad_replies_logged_and_chat_messages_logged(tools, caplog):
-    agent = Agent(tools, ScriptedModel(["?", finish("hi")]))
-    with caplog.at_level(logging.INFO, logger="course_lib.agent"):
-        agent.chat("hello")
-    messages = [r.getMessage() for r in caplog.records]
-    assert messages[:2] == ["message: hello", "step 1: unusable reply: no JSON object found"]
 
 
 def test_a_long_observation_is_logged_cut_at_200_characters(caplog):
@@ -648,46 +572,24 @@ def test_saving_is_logged_at_debug_level(tools, tmp_path, caplog):
 
 
 # ---------------------------------------------------------------- chat turns after a stop
-def test_a_turn_that_failed_before_any_reply_does_not_stop_the_next(tools):
-    agent = Agent(tools, ScriptedModel([ConnectionError("down"), finish("hi")]))
-    agent.chat("hello")
-    assert agent.stop_reason == "model_error"
-    assert agent.chat("again?") == "hi"
-    assert [m["role"] for m in agent.history] == ["system", "user", "user", "assistant"]
-
-
-def test_a_text_turn_stopped_after_its_observation_gets_no_extra_note(tools):
-    agent = Agent(tools, ScriptedModel([act("lookup", topic="단가"), finish("$24")]), max_steps=1)
-    agent.chat("price?")
-    assert agent.stop_reason == "max_steps"
-    assert agent.history[-1] == {"role": "user", "content": "Observation: 개당 $24"}   # it did run
-    assert agent.chat("so?") == "$24"
-
-
-def test_the_handoff_of_a_later_turn_names_that_turn(tools):
-    agent = Agent(tools, ScriptedModel([finish("hi"), act("lookup", topic="단가")]), max_steps=1)
-    agent.chat("hello")
-    agent.chat("price?")
-    assert agent.stop_reason == "max_steps" and agent.handoff.goal == "price?"
-
-
-def test_the_closing_note_for_a_native_call_is_a_whole_tool_result(tools):
-    call = Reply("", (ToolCall("lookup", {"topic": "단가"}, "a"),))
-    agent = Agent(tools, ScriptedModel([call, call, "ok"], native_tools=True), repeat_limit=2)
-    agent.chat("x")
-    assert agent.history[-1] == {"role": "tool", "tool_call_id": "a", "name": "lookup", "is_error": True,
-                                 "content": "Not run: the turn stopped (repeated_call) before this call ran."}
 
 
 # ---------------------------------------------------------------- the transcript
-def test_the_transcript_has_usage_and_the_handoff(tools):
-    from dataclasses import asdict
+def test_the_transcript_has_usage_and_extra_fields_before_the_history(tools, tmp_path):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Note:
+        goal: str
+
     model = ScriptedModel([Reply(act("lookup", topic="단가"), usage={"input_tokens": 5, "output_tokens": 2})])
     agent = Agent(tools, model, max_steps=1)
     agent.run("x")
     data = agent.transcript()
+    assert list(data) == ["goal", "stop_reason", "steps", "answer", "usage", "history"]
     assert data["usage"] == {"input_tokens": 5, "output_tokens": 2}
-    assert data["handoff"] == asdict(agent.handoff) and data["handoff"]["goal"] == "x"
+    data = json.loads(agent.save(tmp_path / "t.json", note=Note("x")).read_text(encoding="utf-8"))
+    assert list(data)[-2:] == ["note", "history"] and data["note"] == {"goal": "x"}
 
 
 def test_save_defaults_to_a_transcripts_folder_with_a_time_stamped_name(tools, tmp_path, monkeypatch):
@@ -707,7 +609,7 @@ def test_the_saved_transcript_keeps_numbers_nulls_and_names_what_json_cannot_hol
     agent.history.append({"role": "user", "content": "numbers", "ratio": 1.5, "nan": float("nan"),
                           "edge": 2 ** 13_998, "huge": 2 ** 13_999, "keys": {7: "seven", None: "none"}})
     data = json.loads(agent.save(tmp_path / "t.json").read_text(encoding="utf-8"))
-    assert data["handoff"] is None and data["stop_reason"] == "finish"
+    assert data["stop_reason"] == "finish"
     last = data["history"][-1]
     assert last["ratio"] == 1.5 and last["nan"] == "NaN" and last["keys"] == {"7": "seven", "None": "none"}
     assert last["edge"] == 2 ** 13_998                                      # 13,999 bits: still a number
@@ -735,10 +637,3 @@ def test_an_agent_without_a_goal_has_an_empty_history(tools):
     assert agent.history == [] and agent.trace == [] and agent.goal is None
 
 
-def test_a_native_answer_that_looks_like_a_text_tool_call_gets_no_closing_note(tools):
-    # For a native model, text is the answer even when it reads like a JSON tool call: nothing is pending.
-    looks_like_a_call = act("lookup", topic="단가")
-    agent = Agent(tools, ScriptedModel([looks_like_a_call, "Fine."], native_tools=True))
-    assert agent.chat("x") == looks_like_a_call
-    assert agent.chat("and?") == "Fine."
-    assert [m["role"] for m in agent.history] == ["system", "user", "assistant", "user", "assistant"]

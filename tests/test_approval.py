@@ -5,7 +5,7 @@ import pytest
 
 from course_lib import default_tools
 from course_lib.agent import Agent
-from course_lib.approval import ApprovalGate, WriteRequest, approve, ask_in_terminal, default_policy, deny
+from course_lib.courseware.approval import ApprovalGate, WriteRequest, approve, ask_in_terminal, default_policy, deny
 from course_lib.dispatch import dispatch
 from course_lib.models import ScriptedModel
 from course_lib.tools import ToolError
@@ -85,7 +85,7 @@ def test_write_file_is_a_describable_tool():
 
 # ------------------------------------------------------------------ a notebook run without a screen never waits
 def test_in_a_notebook_without_a_screen_the_policy_denies_at_once(monkeypatch):
-    from course_lib import approval
+    from course_lib.courseware import approval
     from course_lib.courseware.widgets import ask_with_buttons
     monkeypatch.setattr(approval, "_in_notebook", lambda: True)
     monkeypatch.delenv("COURSE_APPROVAL", raising=False)
@@ -101,7 +101,7 @@ def test_in_a_notebook_without_a_screen_the_policy_denies_at_once(monkeypatch):
 
 
 def test_the_headless_denial_says_why_in_the_cell_and_to_the_model(workspace, capsys):
-    from course_lib.approval import deny_headless
+    from course_lib.courseware.approval import deny_headless
     obs = dispatch({"write_file": ApprovalGate(deny_headless).write_file}, "write_file",
                    {"path": "notes/a.txt", "content": "x"})
     assert obs.is_error and "nobody was there to approve writing 'notes/a.txt'; nothing was written" in obs.content
@@ -194,7 +194,7 @@ def test_content_that_is_not_text_is_refused_with_a_clear_message(workspace):
 
 
 def test_content_may_be_exactly_the_limit_but_not_one_character_more(workspace):
-    from course_lib.approval import MAX_WRITE_CHARS
+    from course_lib.courseware.approval import MAX_WRITE_CHARS
     assert MAX_WRITE_CHARS == 100_000
     gate = ApprovalGate(approve)
     assert gate.write_file("a.txt", "x" * MAX_WRITE_CHARS) == "Wrote 100000 characters to 'a.txt'."
@@ -232,7 +232,7 @@ def test_the_terminal_prompt_asks_and_accepts_yes_in_any_case(monkeypatch, capsy
 
 
 def test_a_terminal_or_an_explicit_ask_gets_the_prompt(monkeypatch):
-    from course_lib import approval
+    from course_lib.courseware import approval
     monkeypatch.setattr(approval, "_in_notebook", lambda: False)
     monkeypatch.delenv("COURSE_APPROVAL", raising=False)
     monkeypatch.setattr("sys.stdin.isatty", lambda: True, raising=False)
@@ -247,7 +247,7 @@ def test_a_notebook_is_recognised_by_its_kernel_shell(monkeypatch):
     import sys
     import types
 
-    from course_lib.approval import _in_notebook
+    from course_lib.courseware.approval import _in_notebook
 
     def ipython_with(shell):
         monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: shell))
@@ -265,7 +265,7 @@ def test_a_notebook_is_recognised_by_its_kernel_shell(monkeypatch):
 
 
 def test_the_headless_denial_says_how_to_decide_instead(capsys):
-    from course_lib.approval import deny_headless
+    from course_lib.courseware.approval import deny_headless
     assert deny_headless(WriteRequest("a.txt", "x")) is False
     out = capsys.readouterr().out
     assert "so writing 'a.txt' was denied at once. Set COURSE_APPROVAL=approve to allow it" in out

@@ -14,7 +14,8 @@ import pytest
 from course_lib import default_tools
 from course_lib.courseware.exercises.stage13 import listed
 from course_lib.dispatch import dispatch
-from course_lib.mcp_bridge import from_mcp_result, refusal, schema_problems
+from course_lib.courseware.mcp_serve import refusal
+from course_lib.mcp_bridge import from_mcp_result, schema_problems
 from test_cases_catch_wrong_solutions import caught_on, failed, only_slips   # tests/ is on sys.path (rootdir mode)
 
 TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object",

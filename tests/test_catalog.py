@@ -1,4 +1,5 @@
-"""The model lifecycle check: dates against today, the SDKs' lists, the provider's own answer, never a crash.
+"""Model IDs and making a model from a provider's name (stage 08), and the model lifecycle check of ``course doctor``
+(courseware): dates against today, the SDKs' lists, the provider's own answer, never a crash.
 
 Every rule is tested with fixture tables (``deprecations=``, ``known_models=``, ``today=``), so an SDK
 release that changes its tables cannot break these tests. One test, marked below, reads the installed SDKs.
@@ -8,10 +9,77 @@ from types import SimpleNamespace
 
 import pytest
 
-from course_lib.courseware import cli
+from course_lib.courseware import cli, lifecycle
+from course_lib.courseware.lifecycle import (ModelStatus, check_model, deprecation, model_status, parse_date,
+                                             parse_openai_notes)
 from course_lib.models import catalog
-from course_lib.models.catalog import (DEFAULTS, ModelStatus, check_model, deprecation, model_status,
-                                       parse_date, parse_openai_notes)
+from course_lib.models.catalog import DEFAULTS, OLLAMA_URL
+from course_lib.models.providers import PROVIDERS, model_for
+from course_lib.models.remote import MissingKeyError
+
+
+# --- one function makes a model from a provider's name ------------------------------------------------------
+
+@pytest.fixture
+def keys(monkeypatch):
+    """Both keys set (nothing is sent: a model only builds its client), no model ID overridden."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    for name in catalog.ENV_VARS.values():
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+@pytest.mark.parametrize("provider, cls", [("anthropic", "AnthropicModel"), ("openai", "OpenAIModel"),
+                                           ("ollama", "OpenAIModel")])
+def test_model_for_makes_each_provider_s_adapter_with_the_catalog_s_model_id(keys, provider, cls):
+    model = model_for(provider)
+    assert type(model).__name__ == cls and model.model == DEFAULTS[provider]
+    assert getattr(model, "provider", "anthropic") == provider
+    assert PROVIDERS == ("anthropic", "openai", "ollama")
+
+
+def test_model_for_ollama_goes_to_the_local_server_and_openai_to_the_sdk_s_url(keys):
+    keys.delenv("OPENAI_BASE_URL", raising=False)
+    assert str(model_for("ollama").client.base_url).rstrip("/") == OLLAMA_URL
+    assert "api.openai.com" in str(model_for("openai").client.base_url)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_model_for_takes_the_id_from_the_environment_variable(keys, provider):
+    keys.setenv(catalog.ENV_VARS[provider], f"{provider}-from-env")
+    assert model_for(provider).model == f"{provider}-from-env"
+
+
+def test_model_for_passes_its_options_to_the_class():
+    model = model_for("anthropic", model="claude-x", base_url="http://127.0.0.1:9", api_key="stand-in",
+                      max_retries=0, native_tools=False)
+    assert (model.model, model.native_tools, model.client.api_key, model.client.max_retries) == (
+        "claude-x", False, "stand-in", 0)
+    assert str(model.client.base_url).rstrip("/") == "http://127.0.0.1:9"
+    stand_in = model_for("openai", base_url="http://127.0.0.1:9/v1", api_key="stand-in")
+    assert str(stand_in.client.base_url).rstrip("/") == "http://127.0.0.1:9/v1" and stand_in.provider == "openai"
+
+
+def test_model_for_without_a_key_names_the_variable_to_set(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(MissingKeyError, match="OPENAI_API_KEY is not set"):
+        model_for("openai")
+
+
+@pytest.mark.parametrize("name", ["gemini", "Anthropic", "scripted", ""])
+def test_an_unknown_provider_is_a_value_error_naming_the_known_ones(name):
+    with pytest.raises(ValueError) as info:
+        model_for(name)
+    assert str(info.value) == f"unknown provider {name!r}: the known ones are anthropic, openai, ollama"
+
+
+def test_the_example_prices_live_in_the_catalog_and_the_plots_use_them():
+    from course_lib.courseware import plots
+    assert catalog.EXAMPLE_PRICES == {"input": 1.0, "output": 5.0} and plots.EXAMPLE_PRICES is catalog.EXAMPLE_PRICES
+
+
+# --- the lifecycle check ------------------------------------------------------------------------------------
 
 TODAY = date(2026, 3, 1)
 KNOWN = {"claude-current", "claude-old", "claude-soon", "claude-later"}
@@ -69,7 +137,7 @@ def test_an_id_missing_from_the_sdk_list_is_unknown_not_a_crash_or_a_problem():
 def test_ollama_tags_are_free_form(monkeypatch):
     def no_sdk(provider):
         raise AssertionError("Ollama has no SDK list to read")
-    monkeypatch.setattr(catalog, "sdk_models", lambda p: None if p == "ollama" else no_sdk(p))
+    monkeypatch.setattr(lifecycle, "sdk_models", lambda p: None if p == "ollama" else no_sdk(p))
     status = model_status("ollama", "my-own-model:latest", today=TODAY)
     assert status.status == "ok" and "ollama list" in status.note and not status.problem
 
@@ -128,7 +196,7 @@ def test_openai_notes_that_moved_are_an_error_not_an_empty_table():
 
 def test_the_deprecation_wrapper_keeps_notebook_08s_text(monkeypatch):
     tables = {"anthropic": {"claude-x": "January 22nd, 2027"}, "openai": parse_openai_notes(OPENAI_NOTES)}
-    monkeypatch.setattr(catalog, "sdk_deprecations", lambda provider: tables.get(provider, {}))
+    monkeypatch.setattr(lifecycle, "sdk_deprecations", lambda provider: tables.get(provider, {}))
     assert deprecation("anthropic", "claude-x") == "end of life January 22nd, 2027"
     # once an SDK release drops claude-sonnet-4-5, the course's table still gives the same sentence
     assert deprecation("anthropic", "claude-sonnet-4-5") == "end of life November 30th, 2026"
@@ -145,7 +213,7 @@ def test_the_deprecation_wrapper_keeps_notebook_08s_text(monkeypatch):
 def test_a_failing_sdk_reader_gives_could_not_check(monkeypatch, reader, error):
     def broken(provider):
         raise error
-    monkeypatch.setattr(catalog, reader, broken)
+    monkeypatch.setattr(lifecycle, reader, broken)
     s = model_status("anthropic", "claude-haiku-5-5", today=TODAY)
     assert s.status == "could not check" and type(error).__name__ in s.note and not s.problem
 
@@ -161,7 +229,7 @@ def test_doctor_runs_to_the_end_when_the_sdk_tables_cannot_be_read(monkeypatch, 
         if provider != "ollama":   # Ollama reads no SDK table
             raise ValueError("table changed shape")
         return {}
-    monkeypatch.setattr(catalog, "sdk_deprecations", broken)
+    monkeypatch.setattr(lifecycle, "sdk_deprecations", broken)
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", *catalog.ENV_VARS.values()):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setattr(cli, "_notebook_dir", lambda: None)   # leave the kernels out of the exit code
@@ -243,8 +311,8 @@ def test_an_error_message_from_the_live_check_is_not_printed():
 @pytest.fixture
 def fixture_tables(monkeypatch):
     """The SDK readers answer from fixtures, so doctor's output does not depend on the installed SDKs."""
-    monkeypatch.setattr(catalog, "sdk_deprecations", lambda provider: {})
-    monkeypatch.setattr(catalog, "sdk_models", lambda p: None if p == "ollama" else set(DEFAULTS.values()))
+    monkeypatch.setattr(lifecycle, "sdk_deprecations", lambda provider: {})
+    monkeypatch.setattr(lifecycle, "sdk_models", lambda p: None if p == "ollama" else set(DEFAULTS.values()))
 
 
 @pytest.fixture
@@ -271,7 +339,7 @@ def test_doctor_makes_no_network_call_without_a_key(monkeypatch, capsys, no_clie
 def test_with_a_key_doctor_asks_the_provider(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     client = FakeClient(not_found("anthropic"))
-    monkeypatch.setattr(catalog, "_sdk_client", lambda provider: client)
+    monkeypatch.setattr(lifecycle, "_sdk_client", lambda provider: client)
     assert check_model("anthropic", "claude-current").status == "retired" and client.asked == ["claude-current"]
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     check_model("anthropic", "claude-current")
@@ -295,8 +363,8 @@ def test_doctor_prints_one_line_per_provider_and_exits_1_only_for_retiring_ids(
         monkeypatch, capsys, override, line, exit_code):
     today = date.today()   # doctor checks against the real date, so the fixture dates follow it
     in_1, in_100 = str(today + timedelta(days=1)), str(today + timedelta(days=100))
-    monkeypatch.setattr(catalog, "sdk_deprecations", lambda p: {"claude-soon": in_1, "claude-later": in_100})
-    monkeypatch.setattr(catalog, "sdk_models", lambda p: None if p == "ollama" else set(DEFAULTS.values()))
+    monkeypatch.setattr(lifecycle, "sdk_deprecations", lambda p: {"claude-soon": in_1, "claude-later": in_100})
+    monkeypatch.setattr(lifecycle, "sdk_models", lambda p: None if p == "ollama" else set(DEFAULTS.values()))
     monkeypatch.setattr(cli, "_notebook_dir", lambda: None)   # leave the kernels out of the exit code
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", *catalog.ENV_VARS.values()):
         monkeypatch.delenv(key, raising=False)
@@ -324,7 +392,7 @@ def test_course_doctor_flags_a_retired_override(monkeypatch, capsys, fixture_tab
 def test_course_defaults_are_listed_by_the_installed_sdks_and_not_retiring(provider):
     """Fails when the pinned SDK drops a default, or a default is retired or retires within 60 days:
     time to pick a new default in DEFAULTS (and re-record notebook 08)."""
-    assert DEFAULTS[provider] in catalog.sdk_models(provider)
+    assert DEFAULTS[provider] in lifecycle.sdk_models(provider)
     assert model_status(provider, DEFAULTS[provider]).status == "ok"
 
 
@@ -352,12 +420,12 @@ def test_a_rejected_key_is_a_problem_that_says_so():
 def test_the_sdk_style_date_suffixes():
     days = {1: "1st", 2: "2nd", 3: "3rd", 4: "4th", 10: "10th", 11: "11th", 12: "12th", 13: "13th", 14: "14th",
             21: "21st", 22: "22nd", 23: "23rd", 30: "30th", 31: "31st"}
-    assert {d: catalog._sdk_style(date(2026, 1, d)).split()[1].rstrip(",") for d in days} == days
-    assert catalog._sdk_style(date(2026, 11, 3)) == "November 3rd, 2026"
+    assert {d: lifecycle._sdk_style(date(2026, 1, d)).split()[1].rstrip(",") for d in days} == days
+    assert lifecycle._sdk_style(date(2026, 11, 3)) == "November 3rd, 2026"
 
 
 def test_a_deprecation_note_without_a_date_is_quoted(monkeypatch):
-    monkeypatch.setattr(catalog, "sdk_deprecations", lambda provider: {"claude-y": "soon"})
+    monkeypatch.setattr(lifecycle, "sdk_deprecations", lambda provider: {"claude-y": "soon"})
     assert deprecation("anthropic", "claude-y") == "end of life soon"
 
 
@@ -367,14 +435,14 @@ def test_the_quick_check_client_has_a_short_timeout_and_no_retries(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     for provider, kind in (("anthropic", anthropic.Anthropic), ("openai", openai.OpenAI)):
-        client = catalog._sdk_client(provider)
+        client = lifecycle._sdk_client(provider)
         assert type(client) is kind and client.timeout == 5.0 and client.max_retries == 0
 
 
 def test_check_model_uses_the_given_day_on_every_path(monkeypatch):
     """``today`` reaches the date rules whether the check is offline, live, or live but without a client."""
-    monkeypatch.setattr(catalog, "sdk_deprecations", lambda provider: {"claude-x": "2026-04-01"})
-    monkeypatch.setattr(catalog, "sdk_models", lambda provider: {"claude-x"})
+    monkeypatch.setattr(lifecycle, "sdk_deprecations", lambda provider: {"claude-x": "2026-04-01"})
+    monkeypatch.setattr(lifecycle, "sdk_models", lambda provider: {"claude-x"})
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     offline = check_model("anthropic", "claude-x", today=TODAY)
     assert offline.status == "warning" and "in 31 days" in offline.note
@@ -384,10 +452,10 @@ def test_check_model_uses_the_given_day_on_every_path(monkeypatch):
     def unbuildable(provider):
         asked.append(provider)
         raise RuntimeError("no client")
-    monkeypatch.setattr(catalog, "_sdk_client", unbuildable)
+    monkeypatch.setattr(lifecycle, "_sdk_client", unbuildable)
     assert check_model("anthropic", "claude-x", today=TODAY) == offline and asked == ["anthropic"]
     client = FakeClient(SimpleNamespace(lifecycle="deprecated", retires_at=datetime(2026, 4, 1, tzinfo=timezone.utc)))
-    monkeypatch.setattr(catalog, "_sdk_client", lambda provider: asked.append(provider) or client)
+    monkeypatch.setattr(lifecycle, "_sdk_client", lambda provider: asked.append(provider) or client)
     live = check_model("anthropic", "claude-x", today=TODAY)
     assert live.status == "warning" and "in 31 days" in live.note and asked == ["anthropic", "anthropic"]
 
@@ -413,7 +481,7 @@ def test_unreadable_sdk_tables_say_what_is_missing(monkeypatch):
     import anthropic.types
     monkeypatch.setattr(anthropic.types, "ModelParam", str)
     with pytest.raises(ValueError) as info:
-        catalog.sdk_models("anthropic")
+        lifecycle.sdk_models("anthropic")
     assert str(info.value) == "found no model IDs in the anthropic SDK's model list"
 
 
@@ -435,14 +503,14 @@ def test_the_provider_s_retired_and_overdue_answers_word_for_word():
 def test_a_long_reason_for_could_not_check_is_cut_at_100_characters(monkeypatch):
     def broken(provider):
         raise ValueError("x" * 150)
-    monkeypatch.setattr(catalog, "sdk_deprecations", broken)
+    monkeypatch.setattr(lifecycle, "sdk_deprecations", broken)
     assert model_status("anthropic", "claude-x", today=TODAY).note == f"could not check (ValueError: {'x' * 100})"
 
 
 def test_the_sdk_deprecation_tables_are_read_per_provider(monkeypatch):
-    assert catalog.sdk_deprecations("openai") and catalog.sdk_deprecations("ollama") == {}
+    assert lifecycle.sdk_deprecations("openai") and lifecycle.sdk_deprecations("ollama") == {}
     import anthropic._data
     monkeypatch.setattr(anthropic._data, "DEPRECATED_MODELS", {"claude-x": date(2027, 1, 1)})
     with pytest.raises(ValueError) as info:
-        catalog.sdk_deprecations("anthropic")
+        lifecycle.sdk_deprecations("anthropic")
     assert str(info.value) == "anthropic's DEPRECATED_MODELS is no longer a table of ID -> date text"

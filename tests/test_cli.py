@@ -83,7 +83,7 @@ def test_demo_with_a_real_model_and_no_key_explains_what_is_missing():
 
 def test_demo_goes_live_through_the_sdk_when_a_server_and_key_are_there():
     """The same command a learner runs with a key, pointed at the local stand-in server instead."""
-    from course_lib.standin import StandInServer
+    from course_lib.courseware.standin import StandInServer
     script = [{"tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]},
               {"tool_calls": [{"name": "calculator", "args": {"expression": "24*7"}}]},
               {"text": "Seven units cost $168."}]

@@ -15,7 +15,7 @@ from course_lib import default_tools
 from course_lib.agent import Agent
 from course_lib.models.anthropic import AnthropicModel
 from course_lib.models.openai import OpenAIModel
-from course_lib.standin import StandInServer
+from course_lib.courseware.standin import StandInServer
 from test_payload_fixtures import anthropic_client, assert_no_extra_fields, openai_client
 
 PAYLOADS = pathlib.Path(__file__).parent / "fixtures" / "payloads"

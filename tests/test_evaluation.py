@@ -7,10 +7,12 @@ import pytest
 
 from course_lib import ScriptedModel
 from course_lib.agent import Agent
-from course_lib.evaluation import (CHECKS, SCRIPTED, RateLimitError, careful, chatty_judge, check_task, compare,
-                                   first_number, grade_answer, grade_trajectory, is_rate_limit, judge_answer,
-                                   judge_demo, left_to_right, length_judge, lenient_judge, load_results, load_tasks,
-                                   looping, run_suite, run_task, sloppy, summarise, with_retries, Interrupted)
+from course_lib.courseware.eval_lab import (SCRIPTED, careful, chatty_judge, judge_demo, left_to_right, length_judge,
+                                            lenient_judge, looping, sloppy)
+from course_lib.eval_tasks import CHECKS, check_task, load_tasks
+from course_lib.evaluation import (RateLimitError, compare, first_number, grade_answer, grade_trajectory,
+                                   is_rate_limit, judge_answer, load_results, run_suite, run_task, summarise,
+                                   with_retries, Interrupted)
 from course_lib.models.base import ModelError
 
 TASKS = load_tasks()

@@ -509,8 +509,8 @@ BORROWING = {
                                   "\ndef answer(h, k):\n    return [m for m in _a(h)]"),
     "a closure": ("from course_lib.safety import Taint\ndef make():\n    t = Taint()\n    def answer(a):\n"
                   "        return t.find(a)\n    return answer\nanswer = make()"),
-    "a subclass": "from course_lib.memory import MemoryStore\nclass answer(MemoryStore):\n    pass",
-    "a method's body": ("from course_lib.safety import handoff_note\nclass answer:\n    def go(self, s):\n"
+    "a subclass": "from course_lib.memory_store import MemoryStore\nclass answer(MemoryStore):\n    pass",
+    "a method's body": ("from course_lib.control import handoff_note\nclass answer:\n    def go(self, s):\n"
                         "        return handoff_note(None, '', '', s)"),
 }
 
@@ -839,9 +839,12 @@ def test_small_helpers_name_exercises_copy_cells_and_find_sources():
 
 
 def test_the_finished_modules_of_a_stage_are_its_own_and_every_later_one():
-    assert _grader.finished("12") == {"course_lib.evaluation", "course_lib.mcp_bridge"}
+    thirteen = {"course_lib.mcp_bridge", "course_lib.mcp_client", "course_lib.courseware.mcp_serve"}
+    assert _grader.finished("12") == {"course_lib.eval_tasks", "course_lib.evaluation",
+                                      "course_lib.courseware.eval_lab"} | thirteen
     assert "course_lib.tools" in _grader.finished("01") and "course_lib.tools" not in _grader.finished("02")
-    assert _grader.finished("13") == {"course_lib.mcp_bridge"} and _grader.finished("14") == set()
+    assert "course_lib.workspace" in _grader.finished("01") and "course_lib.workspace" not in _grader.finished("02")
+    assert _grader.finished("13") == thirteen and _grader.finished("14") == set()
     assert _grader.may_use("99") == {} and _grader.may_use("04") == {}
 
 

@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from course_lib import default_tools, tools
+from course_lib import default_tools
+from course_lib import workspace as ws   # the module; `workspace` is the fixture below
 from course_lib.agent import Agent
-from course_lib.approval import YES, ApprovalGate, approve, is_yes
+from course_lib.courseware.approval import YES, ApprovalGate, approve, is_yes
 from course_lib.dispatch import dispatch
 from course_lib.models import ScriptedModel
 from course_lib.tools import ToolError, calculator, list_files, read_file
@@ -66,7 +67,7 @@ def test_a_write_that_fails_half_way_keeps_the_old_file_and_leaves_no_temporary_
 
     def disk_full(src, dst, **where):
         raise OSError(errno.ENOSPC, "No space left on device", str(dst))
-    monkeypatch.setattr(tools.os, "replace", disk_full)
+    monkeypatch.setattr(ws.os, "replace", disk_full)
     obs = dispatch({"write_file": ApprovalGate(approve).write_file}, "write_file",
                    {"path": "plan.txt", "content": "new plan"})
     assert obs.is_error and "No space left on device" in obs.content and "nothing was changed" in obs.content
@@ -80,7 +81,7 @@ def test_a_failed_save_leaves_no_stray_temporary_file(workspace, monkeypatch):
     agent.run("anything")
     (workspace / "runs").mkdir()
     (workspace / "runs" / "last.json").write_text('{"old": true}', encoding="utf-8")
-    monkeypatch.setattr(tools.os, "replace", lambda src, dst, **where: (_ for _ in ()).throw(OSError(errno.EIO, "I/O")))
+    monkeypatch.setattr(ws.os, "replace", lambda src, dst, **where: (_ for _ in ()).throw(OSError(errno.EIO, "I/O")))
     with pytest.raises(OSError):
         agent.save("runs/last.json")
     assert everything_in(workspace / "runs") == ["last.json"]
@@ -218,7 +219,7 @@ def test_a_name_too_long_is_a_tool_error(workspace, tool, key):
 def test_a_path_too_long_is_refused_before_any_work(workspace, tool, key):
     args = {key: "a/" * 300_000 + "x", **({"content": "x"} if tool == "write_file" else {})}
     box = finishes(dispatch, file_tools(), tool, args)   # resolving it would take seconds per megabyte
-    assert_clean(box["value"], workspace, f"longer than {tools.MAX_PATH_CHARS} characters")
+    assert_clean(box["value"], workspace, f"longer than {ws.MAX_PATH_CHARS} characters")
 
 
 @pytest.mark.parametrize("tool, key", [("read_file", "path"), ("list_files", "directory"), ("write_file", "path")])
@@ -235,7 +236,7 @@ def test_permission_denied_names_the_path_the_model_gave(workspace, monkeypatch)
         if str(path).endswith("locked.txt"):
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_open(path, flags, *rest)
-    monkeypatch.setattr(tools.os, "open", locked)   # running as root, chmod 000 would not stop the read
+    monkeypatch.setattr(ws.os, "open", locked)   # running as root, chmod 000 would not stop the read
     assert_clean(dispatch(file_tools(), "read_file", {"path": "locked.txt"}), workspace,
                  "'locked.txt'", "permission denied")
 
@@ -269,7 +270,7 @@ def test_reading_the_start_of_a_huge_file_does_not_read_all_of_it(workspace):
     box = finishes(read_file, "huge.log", 100)
     text = box["value"]
     assert text.startswith("\0" * 100)
-    assert f"more than {tools.MAX_COUNTED:,} more characters not shown" in text
+    assert f"more than {ws.MAX_COUNTED:,} more characters not shown" in text
 
 
 def test_a_cut_below_the_counting_limit_gives_the_exact_count(workspace):
@@ -279,7 +280,7 @@ def test_a_cut_below_the_counting_limit_gives_the_exact_count(workspace):
 
 
 def test_a_max_chars_past_the_limit_says_what_the_limit_is(workspace, monkeypatch):
-    monkeypatch.setattr(tools, "MAX_READ_CHARS", 10)
+    monkeypatch.setattr(ws, "MAX_READ_CHARS", 10)
     (workspace / "a.txt").write_text("x" * 25, encoding="utf-8")
     assert read_file("a.txt", 1000) == "x" * 10 + ("\n[... cut: 15 more characters not shown; "
                                                  "read_file returns at most 10 characters]")
@@ -311,7 +312,7 @@ def test_list_files_shows_two_hundred_entries(workspace, count, note):
 
 
 def test_list_files_looks_at_a_bounded_number_of_entries(workspace, monkeypatch):
-    monkeypatch.setattr(tools, "MAX_SCANNED", 30)
+    monkeypatch.setattr(ws, "MAX_SCANNED", 30)
     for i in range(31):
         (workspace / f"f{i:02d}.txt").touch()
     listing = list_files()
@@ -401,16 +402,20 @@ def strict_load(path):
 
 
 def test_nan_and_infinity_in_arguments_are_saved_as_text(workspace):
-    model = ScriptedModel(['{"tool": "calculator", "args": {"expression": NaN}}',   # json reads NaN as a float
-                           {"tool_calls": [{"name": "calculator", "args": {"x": float("-inf"), 7: "seven"}}]},
-                           {"tool_calls": [{"name": "lookup", "args": {"topic": float("nan")}}]},
-                           '{"tool": "finish", "args": {"answer": "done"}}'])
-    agent = Agent(default_tools(), model)
-    agent.run("hostile numbers")
-    saved = strict_load(agent.save("run.json"))
-    assert saved["answer"] == "done"
-    text = json.dumps(saved)
-    assert '"NaN"' in text and '"-Infinity"' in text and '"7": "seven"' in text
+    # A text model and a native one, each in its own run (one model speaks one protocol).
+    text_model = ScriptedModel(['{"tool": "calculator", "args": {"expression": NaN}}',   # json reads NaN as a float
+                                '{"tool": "finish", "args": {"answer": "done"}}'])
+    native_model = ScriptedModel([{"tool_calls": [{"name": "calculator", "args": {"x": float("-inf"), 7: "seven"}}]},
+                                  {"tool_calls": [{"name": "lookup", "args": {"topic": float("nan")}}]},
+                                  "done"], native_tools=True)   # a native model finishes with plain text
+    texts = []
+    for model in (text_model, native_model):
+        agent = Agent(default_tools(), model)
+        agent.run("hostile numbers")
+        saved = strict_load(agent.save(f"run-{len(texts)}.json"))
+        assert saved["answer"] == "done"
+        texts.append(json.dumps(saved))
+    assert '"-Infinity"' in texts[1] and '"7": "seven"' in texts[1] and '"NaN"' in texts[1]
 
 
 def test_half_an_emoji_anywhere_still_saves(workspace):
@@ -481,7 +486,7 @@ def test_a_folder_swapped_for_a_link_between_check_and_open_is_caught(tmp_path, 
         if not swapped:
             swapped.append(swap_for_link(workspace / "real", outside))
         return real_open(path, *rest, **kw)
-    monkeypatch.setattr(tools.os, "open", racing_open)
+    monkeypatch.setattr(ws.os, "open", racing_open)
     obs = dispatch(file_tools(), tool, args)
     assert swapped and obs.is_error and "outside the workspace" in obs.content
     assert "outside secret" not in obs.content and "secret.txt" not in obs.content.split("'")[-1]
@@ -590,10 +595,10 @@ def test_any_failure_inside_a_file_tool_is_a_tool_error(workspace, monkeypatch, 
     def broken(*args, **kwargs):
         raise failure
     gate = ApprovalGate(approve)
-    for module, name, call, phrase in [(tools.os, "urandom", lambda: gate.write_file("a.txt", "new"),
+    for module, name, call, phrase in [(ws.os, "urandom", lambda: gate.write_file("a.txt", "new"),
                                         "nothing was changed"),
-                                       (tools.os, "scandir", lambda: list_files("."), "cannot use '.'"),
-                                       (tools.os, "fstat", lambda: read_file("a.txt"), "cannot use 'a.txt'")]:
+                                       (ws.os, "scandir", lambda: list_files("."), "cannot use '.'"),
+                                       (ws.os, "fstat", lambda: read_file("a.txt"), "cannot use 'a.txt'")]:
         with monkeypatch.context() as patch:   # undone at once: pytest itself needs os.scandir
             patch.setattr(module, name, broken)
             with pytest.raises(ToolError, match=phrase):
@@ -645,6 +650,6 @@ def test_the_limits_the_readme_states_are_the_limits_in_the_code():
     from pathlib import Path
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("What the library holds to on hostile input"):readme.index("## Performance")]
-    assert f"up to {tools.MAX_READ_CHARS:,}" in section and f"more than {tools.MAX_COUNTED:,} more" in section
-    assert f"{tools.MAX_SCANNED:,} entries at most" in section and f"at most {tools.MAX_PATH_CHARS:,} characters" in section
+    assert f"up to {ws.MAX_READ_CHARS:,}" in section and f"more than {ws.MAX_COUNTED:,} more" in section
+    assert f"{ws.MAX_SCANNED:,} entries at most" in section and f"at most {ws.MAX_PATH_CHARS:,} characters" in section
     assert all(f'"{word}"' in section for word in YES)

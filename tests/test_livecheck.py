@@ -5,7 +5,7 @@ import os
 import pytest
 
 from course_lib.courseware.livecheck import GOAL, live_check
-from course_lib.standin import StandInServer
+from course_lib.courseware.standin import StandInServer
 
 SCRIPT = [
     {"text": "Both at once.", "tool_calls": [{"name": "lookup", "args": {"topic": "단가"}},

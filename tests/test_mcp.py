@@ -21,7 +21,8 @@ from course_lib import default_tools
 from course_lib.agent import Agent
 from course_lib.describe import tool_description, tool_spec
 from course_lib.dispatch import dispatch
-from course_lib.mcp_bridge import as_function, connect_mcp, from_mcp_result, schema_problems, tool_to_mcp
+from course_lib.mcp_bridge import as_function, from_mcp_result, schema_problems, tool_to_mcp
+from course_lib.mcp_client import connect_mcp
 from course_lib.models import ScriptedModel
 from course_lib.tools import ToolError
 
@@ -226,7 +227,7 @@ def test_api_keys_do_not_reach_the_server_and_env_does(tmp_path, monkeypatch):
     script = tmp_path / "env_server.py"
     script.write_text(textwrap.dedent('''
         import os
-        from course_lib.mcp_bridge import serve
+        from course_lib.courseware.mcp_serve import serve
 
         def getenv(name: str) -> str:
             """Read one environment variable of the server process.
@@ -247,7 +248,7 @@ def test_api_keys_do_not_reach_the_server_and_env_does(tmp_path, monkeypatch):
 # ---- failures: clear errors, never a crash or a hang
 MISBEHAVING = '''
 import os, sys, time
-from course_lib.mcp_bridge import serve
+from course_lib.courseware.mcp_serve import serve
 
 def crash() -> str:
     """Stop the whole server process at once."""
@@ -546,7 +547,7 @@ def test_a_paginated_list_a_refused_call_and_a_tool_python_cannot_call(tmp_path)
 
 
 def test_importing_course_lib_and_connect_mcp_loads_no_sdk():
-    code = ("import sys; from course_lib import connect_mcp; import course_lib.mcp_bridge; "
+    code = ("import sys; from course_lib import connect_mcp; import course_lib.mcp_bridge, course_lib.mcp_client; "
             "print([m for m in ('mcp', 'anyio', 'pydantic', 'httpx') if m in sys.modules])")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]" and result.stderr == ""
@@ -557,7 +558,7 @@ def test_the_anthropic_sdk_s_tool_runner_drives_the_same_mcp_tool_and_sends_its_
     from anthropic import Anthropic
     from anthropic.lib.tools import ToolError as SDKToolError, beta_tool
     from course_lib.models.catalog import model_id
-    from course_lib.standin import StandInServer
+    from course_lib.courseware.standin import StandInServer
 
     convert = time_tools["convert_time"]
 
@@ -718,7 +719,7 @@ def test_closing_stdin_right_after_the_requests_loses_no_answer(tmp_path):
 
 SLOW = '''
 import sys, time
-from course_lib.mcp_bridge import serve
+from course_lib.courseware.mcp_serve import serve
 
 def slow() -> str:
     """Take a moment, then answer."""
@@ -854,7 +855,7 @@ def test_the_last_words_after_a_failed_call_are_only_what_the_server_said_since_
 
 STRAY = '''
 import sys
-from course_lib.mcp_bridge import serve
+from course_lib.courseware.mcp_serve import serve
 print("Server starting...", flush=True)   # the bug: a line on stdout before serving
 
 def echo(text: str) -> str:
@@ -1076,7 +1077,7 @@ def serve_here(lines, tools=None) -> tuple[list[dict], str, str]:
     may happen in here, and the SDK keeps the sys.stderr of that moment as stdio_client's default errlog.)"""
     import tempfile
     import threading
-    from course_lib.mcp_bridge import serve
+    from course_lib.courseware.mcp_serve import serve
     data = b"".join((line if isinstance(line, bytes) else (line if isinstance(line, str) else json.dumps(
         line, ensure_ascii=False)).encode("utf-8")) + b"\n" for line in lines)
     saved = os.dup(0), os.dup(1), os.dup(2)
@@ -1193,7 +1194,7 @@ def test_serve_ends_without_answering_a_call_the_client_cancelled():
     ('{"jsonrpc": "2.0", "id": 9, "error": {"code": 1, "message": "no"}}', None),
 ])
 def test_refusal_is_json_rpc_2_0_s_answer_to_a_line_that_is_not_a_message(line, answer):
-    from course_lib.mcp_bridge import refusal
+    from course_lib.courseware.mcp_serve import refusal
     expected = None if answer is None else {"jsonrpc": "2.0", "id": answer[1],
                                             "error": {"code": answer[0], "message": answer[2]}}
     assert refusal(line) == expected
@@ -1203,11 +1204,11 @@ def test_serve_reads_and_writes_utf_8_and_plain_newlines_as_it_would_on_windows(
     """On Windows the locale's encoding is cp1252 and a text file ends lines with \\r\\n: Korean must still arrive
     and leave as UTF-8, and each message end with \\n alone (serve_here checks that)."""
     import builtins
-    from course_lib import mcp_bridge
+    from course_lib.courseware import mcp_serve
 
     def open_as_on_windows(file, mode="r", *args, encoding=None, newline=None, **options):
         return builtins.open(file, mode, *args, encoding=encoding or "latin-1",
                              newline="\r\n" if newline is None and "w" in mode else newline, **options)
-    monkeypatch.setattr(mcp_bridge, "open", open_as_on_windows, raising=False)
+    monkeypatch.setattr(mcp_serve, "open", open_as_on_windows, raising=False)
     answers, _, written = serve_here(INIT + [call(2, "lookup", {"topic": "단가"})])
     assert answers[1]["result"]["content"][0]["text"] == "개당 $24" and "개당 $24" in written

@@ -13,17 +13,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from course_lib import default_tools
-from course_lib import memory
+from course_lib import control, memory, memory_store
 from course_lib.agent import Agent
+from course_lib.control import estimate_tokens, text_tokens, tokens_per_call
+from course_lib.courseware import memory_lab
+from course_lib.courseware.memory_lab import context_growth_data, savings_run
 from course_lib.describe import tool_schema, tool_spec
 from course_lib.dispatch import dispatch
-from course_lib.memory import (MemoryStore, as_transcript, context_growth_data, continue_after_trim,
-                               estimate_tokens, fts5_available, looks_like_secret, resend_cost, run_with_memory,
-                               savings_run, split_steps, summarise, text_tokens, tokens_per_call, trim_window)
+from course_lib.memory import (as_transcript, continue_after_trim, resend_cost, run_with_memory, split_steps, summarise,
+                               trim_window)
+from course_lib.memory_store import MemoryStore, fts5_available, looks_like_secret
 from course_lib.models import ModelError, Reply, ScriptedModel, ToolCall, scenario_model
 from course_lib.models.anthropic import AnthropicModel
 from course_lib.models.openai import OpenAIModel
-from course_lib.standin import StandInServer
+from course_lib.courseware.standin import StandInServer
 from course_lib.tools import ToolError, calculator, lookup
 
 matplotlib.use("Agg")
@@ -68,10 +71,10 @@ def test_text_tokens_counts_four_characters_or_one_hangul_character_per_token():
 
 def test_estimate_adds_per_message_and_per_tool_overheads():
     assert estimate_tokens([]) == 0
-    assert estimate_tokens([{"role": "user", "content": ""}]) == memory.MESSAGE_OVERHEAD == 4
+    assert estimate_tokens([{"role": "user", "content": ""}]) == control.MESSAGE_OVERHEAD == 4
     assert estimate_tokens([{"role": "user", "content": "abcd" * 25}]) == 4 + 25
     one_call = {"role": "assistant", "content": "", "tool_calls": [call("lookup", "c1", topic="x")]}
-    assert estimate_tokens([one_call]) == 4 + memory.TOOL_OVERHEAD + text_tokens('c1 lookup {"topic": "x"}')
+    assert estimate_tokens([one_call]) == 4 + control.TOOL_OVERHEAD + text_tokens('c1 lookup {"topic": "x"}')
     assert estimate_tokens([result("c1", "")]) == 4 + 10 + text_tokens("c1")
     korean, english = "가" * 40, "a" * 40   # same length, four times the tokens
     assert estimate_tokens([{"role": "user", "content": korean}]) - 4 == 4 * (estimate_tokens(
@@ -409,7 +412,8 @@ def test_nothing_to_summarise_means_no_model_call():
     (lambda: ScriptedModel([RuntimeError("overloaded")]), "overloaded"),
     (lambda: ScriptedModel([""]), "held no summary"),
     (lambda: ScriptedModel([{"text": "partial", "stop": "max_tokens"}]), "stop: max_tokens"),
-    (lambda: ScriptedModel([Reply("", (ToolCall("lookup", {"topic": "x"}, "t"),))]), "tool calls: 1"),
+    (lambda: ScriptedModel([Reply("", (ToolCall("lookup", {"topic": "x"}, "t"),))], native_tools=True),
+     "tool calls: 1"),
     (lambda: lambda messages: 42, "must be text, a dict or a Reply"),
 ])
 def test_a_failing_summariser_leaves_the_history_unchanged_and_says_so(make_summariser, words):
@@ -536,7 +540,7 @@ def store(request, tmp_path, monkeypatch):
 def test_fts5_is_used_where_sqlite_has_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert MemoryStore().fts is fts5_available() and MemoryStore(fts=False).fts is False
-    monkeypatch.setattr(memory, "fts5_available", lambda: False)
+    monkeypatch.setattr(memory_store, "fts5_available", lambda: False)
     with pytest.raises(ValueError, match="has no FTS5"):
         MemoryStore(fts=True)
     assert MemoryStore().fts is False
@@ -616,7 +620,7 @@ def test_notes_are_bounded_in_number_and_one_line_each(store, monkeypatch):
     store.remember("x" * 1000)   # exactly the limit is fine
     assert store.remember("first\n#9: the admin password is hunter2") == "Remembered as #2."
     assert store.recall("admin") == "#2: first #9: the admin password is hunter2"   # cannot fake a line
-    monkeypatch.setattr(memory, "MAX_NOTES", 2)
+    monkeypatch.setattr(memory_store, "MAX_NOTES", 2)
     with pytest.raises(ToolError, match="memory is full"):
         store.remember("one too many")
 
@@ -813,15 +817,16 @@ def test_trim_window_says_exactly_what_it_needs():
     assert str(e.value).endswith("more than max_tokens=1; shorten them or raise the limit")
 
 
-def test_run_with_memory_records_the_turn_as_run_does():
+def test_run_with_memory_ends_as_run_does_and_sends_the_shrunk_history():
     goal, model = savings_run(2)
     plain = Agent({"calculator": calculator}, model, max_steps=5)
     plain.run(goal)
     goal, model = savings_run(2)
     agent = Agent({"calculator": calculator}, model, max_steps=5)
-    run_with_memory(agent, goal, lambda h: trim_window(h, keep_last=1))
-    assert agent.turns == plain.turns == [{"message": goal, "answer": plain.answer, "stop_reason": "finish",
-                                           "steps": 3}]
+    assert run_with_memory(agent, goal, lambda h: trim_window(h, keep_last=1)) == plain.answer
+    assert (agent.stop_reason, agent.steps, agent.goal) == (plain.stop_reason, plain.steps, plain.goal) == \
+        ("finish", 3, goal)
+    assert [len(sent) for sent in model.calls] == [2, 4, 4]   # a window of one step before each call
 
 
 def test_continue_after_trim_keeps_a_token_window_for_the_rest_of_the_run():
@@ -855,7 +860,7 @@ def test_the_growth_data_is_what_the_runs_sent_and_summarises_only_past_the_thre
     assert data["window"][:4] == plain[:4] and len(set(data["window"][3:])) == 1   # three steps kept
     assert data["summary"][:5] == plain[:5]                       # call 5 sends exactly the threshold: kept whole
     assert data["summary"][5] < plain[5]                          # call 6 would go past it: summarised
-    note = {"role": "user", "content": f"{memory.SUMMARY_LABEL}\n{memory._note_taker([])}"}
+    note = {"role": "user", "content": f"{memory.SUMMARY_LABEL}\n{memory_lab._note_taker([])}"}
     assert data["summary"][5] == data["window"][5] + estimate_tokens([note])   # the same three steps, and the note
 
 
@@ -870,7 +875,7 @@ def test_fts5_available_asks_sqlite_itself(monkeypatch):
 
         def close(self):
             pass
-    monkeypatch.setattr(memory.sqlite3, "connect", lambda path: NoFts5())
+    monkeypatch.setattr(memory_store.sqlite3, "connect", lambda path: NoFts5())
     assert fts5_available() is False
 
 
@@ -879,7 +884,7 @@ def test_the_store_defaults_to_memory_sqlite3_and_fts_true_means_fts5(tmp_path, 
     assert MemoryStore().path == tmp_path / "memory.sqlite3"
     if fts5_available():
         assert MemoryStore(fts=True).fts is True
-    monkeypatch.setattr(memory, "fts5_available", lambda: False)
+    monkeypatch.setattr(memory_store, "fts5_available", lambda: False)
     with pytest.raises(ValueError) as e:
         MemoryStore(fts=True)
     assert str(e.value) == "this Python's SQLite has no FTS5; use fts=None or fts=False for the LIKE search"

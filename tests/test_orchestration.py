@@ -10,8 +10,9 @@ from course_lib.agent import Agent
 from course_lib.describe import build_system_prompt, tool_description, tool_schema, tool_spec
 from course_lib.dispatch import dispatch
 from course_lib.models import ScriptedModel
+from course_lib.courseware.patterns_lab import team_demo
 from course_lib.orchestration import (MAX_DEPTH, MAX_TASK_CHARS, Orchestrator, SubRun, as_tool, call_edges,
-                                      call_tree, orchestration_transcript, team_demo, total_usage)
+                                      call_tree, orchestration_transcript, total_usage)
 from course_lib.tools import ToolError, calculator, lookup
 
 RESEARCH_TASK = "부품 단가와 배송비 조건을 찾아 주세요. (Find the unit price and the shipping terms.)"

@@ -10,9 +10,9 @@ from course_lib.agent import Agent
 from course_lib.describe import build_system_prompt, tool_schema, tool_spec
 from course_lib.dispatch import dispatch
 from course_lib.models import ModelError, ScriptedModel
+from course_lib.courseware.patterns_lab import PLAN_ANSWER, PLAN_CALLS, PLAN_GOAL, planning_demo, refine_demo, script
 from course_lib.planning import (CRITIC_PROMPT, MAX_FEEDBACK_CHARS, MAX_ITEM_CHARS, MAX_NOTE_CHARS, MAX_TODOS,
-                                 PLAN_ANSWER, PLAN_CALLS, PLAN_GOAL, Refined, TodoList, Verdict, ask_critic,
-                                 parse_verdict, planning_demo, refine, refine_demo, script)
+                                 Refined, TodoList, Verdict, ask_critic, parse_verdict, refine)
 from course_lib.tools import ToolError
 
 FINAL = """\
@@ -411,7 +411,7 @@ def _sdk_model(provider, server):
 def test_the_planning_tools_pass_both_apis_checks_through_the_stand_in(provider):
     """Lesson 11 runs the demo's script through both SDKs: the tools' schemas (an array of strings for items)
     and every request are ones the APIs accept."""
-    from course_lib.standin import StandInServer
+    from course_lib.courseware.standin import StandInServer
     turns = [{"tool_calls": [{"name": tool, "args": args}]} for tool, args in PLAN_CALLS] + [PLAN_ANSWER]
     with StandInServer(turns) as server:
         todos = TodoList()
@@ -429,7 +429,7 @@ def test_the_planning_tools_pass_both_apis_checks_through_the_stand_in(provider)
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_a_critic_can_be_a_real_api_model(provider):
     """Lesson 11's "a real critic": ask_critic sends the prompt through the SDK and reads the verdict it gets."""
-    from course_lib.standin import StandInServer
+    from course_lib.courseware.standin import StandInServer
     with StandInServer(['{"ok": false, "feedback": "It does not say whether shipping is free."}',
                         'Both parts are answered.\n{"ok": true}']) as server:
         critic = _sdk_model(provider, server)

@@ -84,7 +84,8 @@ def test_an_empty_run_still_draws(price_run):
 # ---------------------------------------------------------------- stage 12: the evaluation figures
 @pytest.fixture(scope="module")
 def summaries():
-    from course_lib.evaluation import SCRIPTED, load_tasks, run_suite, summarise
+    from course_lib.courseware.eval_lab import SCRIPTED
+    from course_lib.evaluation import load_tasks, run_suite, summarise
     tasks = load_tasks()
     return {name: summarise(run_suite(tasks, make)) for name, make in SCRIPTED.items()}
 

@@ -55,7 +55,7 @@ def test_every_exercise_notebook_is_linked_from_its_stage_row():
 def test_the_stage_09_and_10_figures_are_what_the_code_measures():
     """The README's injection table and token figures, recomputed from real Agent runs (scripted, offline)."""
     from course_lib.courseware.injection_lab import attack_table, success_rates
-    from course_lib.memory import context_growth_data
+    from course_lib.courseware.memory_lab import context_growth_data
     rates = {(r["model"], r["defence"]): r for r in success_rates(attack_table())}
     order = ["none", "marking", "least privilege", "policy", "all three"]
     for model in ("gullible", "careful"):
@@ -76,7 +76,9 @@ def test_the_stage_11_and_12_figures_are_what_the_code_measures():
     """Recall@3 over the labelled questions and the stand-ins' pass rates, recomputed (offline, scripted)."""
     import os
     from course_lib import evaluation as ev
-    from course_lib.retrieval import Index, load_questions, recall_at_k
+    from course_lib.courseware import eval_lab
+    from course_lib.courseware.patterns_lab import load_questions, recall_at_k
+    from course_lib.retrieval import Index
     here = os.getcwd()
     try:
         os.chdir(ROOT / "notebooks" / "workspace")
@@ -94,7 +96,7 @@ def test_the_stage_11_and_12_figures_are_what_the_code_measures():
     assert (f"{said[0]} that use the answer's words, {said[1]} paraphrases, {said[2]} asked in the other "
             "language") in flat
     tasks = ev.load_tasks()
-    rates = {name: ev.summarise(ev.run_suite(tasks, getattr(ev, name), jobs=4)) for name in ("careful", "sloppy",
+    rates = {name: ev.summarise(ev.run_suite(tasks, getattr(eval_lab, name), jobs=4)) for name in ("careful", "sloppy",
                                                                                                "looping")}
     assert (f"the three scripted stand-ins pass {rates['careful']['passed']}/{len(tasks)} (careful), "
             f"{rates['sloppy']['passed']}/{len(tasks)} (sloppy) and {rates['looping']['passed']}/{len(tasks)} "

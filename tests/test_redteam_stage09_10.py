@@ -10,11 +10,14 @@ import unicodedata
 import pytest
 
 from course_lib.agent import Agent
-from course_lib.approval import deny
+from course_lib.courseware.approval import deny
 from course_lib.dispatch import dispatch
-from course_lib.memory import MemoryStore, run_with_memory, savings_run, summarise, trim_window
+from course_lib.control import Budget, estimate_tokens, handoff, with_time_limit
+from course_lib.courseware.memory_lab import savings_run
+from course_lib.memory import ChatAgent, run_with_memory, summarise, trim_window
+from course_lib.memory_store import MemoryStore
 from course_lib.models import ModelError, ScriptedModel
-from course_lib.safety import END, Budget, Taint, ToolPolicy, estimate_tokens, mark_untrusted, with_time_limit
+from course_lib.safety import END, Taint, ToolPolicy, mark_untrusted
 from course_lib.tools import ToolError, calculator
 
 ZERO_WIDTH = "\u200b"
@@ -192,7 +195,7 @@ def test_a_very_long_time_limit_is_refused_or_honoured_never_an_overflow_error()
 def test_the_budget_counts_calls_made_before_the_history_was_trimmed():
     # Trimming shortens what the next call sends, not what earlier calls cost: the budget still stops the run.
     goal, model = savings_run(29)
-    agent = Agent({"calculator": calculator}, model, max_steps=40, budget=Budget(max_tokens=6000))
+    agent = Agent({"calculator": calculator}, model, max_steps=40, limits=[Budget(max_tokens=6000)])
     run_with_memory(agent, goal, lambda h: trim_window(h, keep_last=2))
     sent = sum(estimate_tokens(call) for call in model.calls)
     assert agent.stop_reason == "budget", f"the run sent about {sent} tokens under a 6000-token budget"
@@ -204,7 +207,7 @@ def test_a_call_without_reported_usage_still_counts_toward_the_budget():
     replies = ([{"text": act("calculator", expression="1+1"), "usage": {"input_tokens": 1, "output_tokens": 1}}]
                + [act("calculator", expression=f"{i}+1" + pad) for i in range(20)] + [act("finish", answer="x")])
     model = ScriptedModel(replies)
-    agent = Agent({"calculator": calculator}, model, max_steps=30, budget=Budget(max_tokens=3000))
+    agent = Agent({"calculator": calculator}, model, max_steps=30, limits=[Budget(max_tokens=3000)])
     agent.run("go")
     sent = sum(estimate_tokens(call) for call in model.calls)
     assert agent.stop_reason == "budget" and sent <= 3000, f"{agent.steps} steps sent about {sent} tokens"
@@ -215,7 +218,7 @@ def test_negative_reported_usage_does_not_buy_more_budget():
     replies = ([{"text": act("calculator", expression="1+1"), "usage": {"input_tokens": -10**9, "output_tokens": 5}}]
                + [{"text": act("calculator", expression=f"{i}+1"), "usage": {"input_tokens": 500, "output_tokens": 50}}
                   for i in range(20)] + [act("finish", answer="x")])
-    agent = Agent({"calculator": calculator}, ScriptedModel(replies), max_steps=30, budget=Budget(max_tokens=3000))
+    agent = Agent({"calculator": calculator}, ScriptedModel(replies), max_steps=30, limits=[Budget(max_tokens=3000)])
     agent.run("go")
     assert agent.stop_reason != "finish" and agent.steps <= 8, (agent.stop_reason, agent.steps, agent.total_usage)
 
@@ -276,12 +279,12 @@ def test_the_handoff_note_for_a_goal_with_half_an_emoji_can_be_printed():
     agent = Agent({"calculator": calculator}, ScriptedModel([act("calculator", expression="1+1")] * 3), max_steps=1)
     agent.run("부산 날씨 \ud83d 알려줘")
     assert agent.stop_reason == "max_steps"
-    str(agent.handoff).encode("utf-8")
+    str(handoff(agent)).encode("utf-8")
 
 
 def test_turns_record_each_message_as_utf8_text_like_the_history():
     # agent.turns is part of the transcript: a half emoji in a chat message becomes U+FFFD there as in history.
-    agent = Agent({}, ScriptedModel(["네", "좋아요"], native_tools=True))
+    agent = ChatAgent({}, ScriptedModel(["네", "좋아요"], native_tools=True))
     agent.chat("안녕 \ud83d")
     agent.chat("\udc00 또")
     json.dumps(agent.turns, ensure_ascii=False).encode("utf-8")

@@ -16,8 +16,9 @@ from rank_bm25 import BM25Okapi
 
 from course_lib.describe import tool_schema
 from course_lib.dispatch import dispatch
+from course_lib.courseware.patterns_lab import load_questions, recall_at_k
 from course_lib.retrieval import (BM25, MAX_FILE_BYTES, MAX_K, MAX_LINE_CHARS, MAX_OUTPUT_CHARS, MAX_QUERY_CHARS,
-                                  Chunk, Hit, Index, chunk, load_questions, recall_at_k, search_workspace, tokenize)
+                                  Chunk, Hit, Index, chunk, search_workspace, tokenize)
 from course_lib.tools import ToolError
 
 ROOT = Path(__file__).parent.parent

@@ -12,15 +12,16 @@ import matplotlib
 import pytest
 
 from course_lib import default_tools
-from course_lib.agent import GIVE_UPS, Agent
-from course_lib.approval import approve, deny, deny_headless
+from course_lib.agent import Agent
+from course_lib.control import GIVE_UPS, Budget, Handoff, estimate_tokens, handoff, with_time_limit
+from course_lib.courseware.approval import approve, deny, deny_headless
 from course_lib.describe import tool_description, tool_schema
 from course_lib.dispatch import dispatch
 from course_lib.models import Reply, ScriptedModel, ToolCall
 from course_lib.courseware.injection_lab import (DEFENCES, CarefulModel, GullibleModel, attack_table, injections,
                                                  lab_tools, run_attack, success_rates)
-from course_lib.safety import (END, START, UNTRUSTED_RULE, Budget, CallRequest, Handoff, Taint, ToolPolicy,
-                               estimate_tokens, mark_untrusted, only, untrusted_prompt, with_time_limit)
+from course_lib.safety import (END, START, UNTRUSTED_RULE, CallRequest, Taint, ToolPolicy, mark_untrusted, nobody,
+                               only, untrusted_prompt)
 from course_lib.tools import ToolError, calculator, lookup
 
 matplotlib.use("Agg")
@@ -249,7 +250,7 @@ def test_approval_py_approvers_can_be_used_as_they_are(capsys, monkeypatch):
     obs = dispatch(policy.guard({"calculator": calculator}), "calculator", {"expression": "1+1"})
     assert "denied by a person: nobody was there to approve; asked because" in obs.content
     assert "Nobody can approve here" in capsys.readouterr().out
-    from course_lib.approval import ask_in_terminal
+    from course_lib.courseware.approval import ask_in_terminal
     monkeypatch.setattr("builtins.input", lambda prompt: "y")
     policy = ToolPolicy({"calculator": "ask"}, approver=ask_in_terminal)
     assert dispatch(policy.guard({"calculator": calculator}), "calculator", {"expression": "1+1"}).content.endswith("2")
@@ -305,17 +306,17 @@ def test_the_attack_plot_draws_one_bar_per_model_and_defence():
 def test_no_handoff_after_a_finish_or_a_model_error():
     agent = Agent(default_tools(), ScriptedModel([act("finish", answer="done")]))
     agent.run("x")
-    assert agent.handoff is None and agent.transcript()["handoff"] is None
+    assert handoff(agent) is None
     agent = Agent(default_tools(), ScriptedModel([]))
     agent.run("x")
-    assert agent.stop_reason == "model_error" and agent.handoff is None and "model_error" not in GIVE_UPS
+    assert agent.stop_reason == "model_error" and handoff(agent) is None and "model_error" not in GIVE_UPS
 
 
 def test_the_step_cap_hands_over_with_what_was_tried(tmp_path):
     model = ScriptedModel([act("lookup", topic="단가")] * 3 + [act("calculator", expression="1/0")] * 3)
     agent = Agent(default_tools(), model, max_steps=5)
     agent.run("단가를 알려 줘")
-    note = agent.handoff
+    note = handoff(agent)
     assert isinstance(note, Handoff) and note.stopped == "max_steps" and note.goal == "단가를 알려 줘"
     assert note.tried == ['lookup({"topic": "단가"}) → ok: 개당 $24 (×3)',
                           'calculator({"expression": "1/0"}) → error: Error: calculator: division by zero is '
@@ -325,18 +326,18 @@ def test_the_step_cap_hands_over_with_what_was_tried(tmp_path):
     text = str(note)
     assert text.startswith("Handed over to a person (stop reason: max_steps)\nGoal: 단가를 알려 줘")
     assert "To decide: It used every step" in text
-    saved = json.loads(agent.save(tmp_path / "run.json").read_text(encoding="utf-8"))
+    saved = json.loads(agent.save(tmp_path / "run.json", handoff=handoff(agent)).read_text(encoding="utf-8"))
     assert saved["handoff"]["tried"] == note.tried and saved["handoff"]["stopped"] == "max_steps"
 
 
 def test_format_errors_and_repeated_calls_hand_over_too():
     agent = Agent(default_tools(), ScriptedModel(["no json"] * 3))
     agent.run("x")
-    assert agent.handoff.stopped == "format_errors" and "no JSON" in agent.handoff.last_error
-    assert agent.handoff.tried == [] and "(no tool was called)" in str(agent.handoff)
+    assert handoff(agent).stopped == "format_errors" and "no JSON" in handoff(agent).last_error
+    assert handoff(agent).tried == [] and "(no tool was called)" in str(handoff(agent))
     agent = Agent(default_tools(), ScriptedModel([act("lookup", topic="배송")] * 5), repeat_limit=3)
     agent.run("x")
-    assert agent.handoff.stopped == "repeated_call" and "kept making the same call" in agent.handoff.decide
+    assert handoff(agent).stopped == "repeated_call" and "kept making the same call" in handoff(agent).decide
 
 
 @pytest.mark.parametrize("calls, last", [(12, 'calculator({"expression": "11+1"}) → ok: 12'), (13, "… and 2 more"),
@@ -345,7 +346,7 @@ def test_a_long_run_is_summed_up_not_listed(calls, last):
     model = ScriptedModel([act("calculator", expression=f"{n}+1") for n in range(calls)])
     agent = Agent(default_tools(), model, max_steps=calls)
     agent.run("count")
-    assert len(agent.handoff.tried) == 12 and agent.handoff.tried[-1] == last
+    assert len(handoff(agent).tried) == 12 and handoff(agent).tried[-1] == last
 
 
 # ---------------------------------------------------------------- budgets
@@ -369,20 +370,20 @@ def test_the_budget_stops_before_the_call_that_would_go_over():
     after_two = estimate_tokens(h[:2]) + estimate_tokens(h[2:3]) + estimate_tokens(h[:4]) + 50
     for limit, calls in ((after_two, 2), (after_two - 1, 1)):   # at the budget is fine; one token over is not
         model = ScriptedModel([act("lookup", topic="단가")] * 10)
-        agent = Agent(default_tools(), model, max_steps=10, budget=Budget(max_tokens=limit, reply_tokens=50))
+        agent = Agent(default_tools(), model, max_steps=10, limits=[Budget(max_tokens=limit, reply_tokens=50)])
         agent.run("price?")
         assert agent.stop_reason == "budget" and agent.steps == calls and len(model.calls) == calls
         assert agent.answer.startswith("Stopped before the next model call (about")
         assert f"over the budget of {limit:,}." in agent.answer
     assert Budget(max_tokens=1).spent(probe)["input_tokens"] == estimate_tokens(h[:2]) + estimate_tokens(h[:4])
-    assert agent.handoff.stopped == "budget" and "worth more" in agent.handoff.decide
+    assert handoff(agent).stopped == "budget" and "worth more" in handoff(agent).decide
 
 
 def test_reported_usage_counts_where_the_api_reports_it():
     calls = [Reply("", (ToolCall("lookup", {"topic": "단가"}, f"c{n}"),), {"input_tokens": 900, "output_tokens": 50})
              for n in range(5)]
     model = ScriptedModel(calls, native_tools=True)
-    agent = Agent(default_tools(), model, budget=Budget(max_tokens=2000, reply_tokens=10))
+    agent = Agent(default_tools(), model, limits=[Budget(max_tokens=2000, reply_tokens=10)])
     agent.run("price?")
     assert agent.stop_reason == "budget" and len(model.calls) == 2     # 2 × 950 spent; a third would go over
     assert Budget(max_tokens=1).spent(agent) == {"input_tokens": 1800, "output_tokens": 100,
@@ -392,7 +393,7 @@ def test_reported_usage_counts_where_the_api_reports_it():
 def test_a_cost_budget_at_example_prices():
     model = ScriptedModel([Reply("", (ToolCall("lookup", {"topic": "단가"}, "a"),),
                                  {"input_tokens": 900, "output_tokens": 50})] * 3, native_tools=True)
-    agent = Agent(default_tools(), model, budget=Budget(max_cost=0.001, reply_tokens=10))
+    agent = Agent(default_tools(), model, limits=[Budget(max_cost=0.001, reply_tokens=10)])
     agent.run("price?")
     assert agent.stop_reason == "budget" and len(model.calls) == 1
     assert "over the budget of $0.0010 (at example prices, not any provider's)" in agent.answer
@@ -404,7 +405,7 @@ def test_a_cost_budget_at_example_prices():
     for limit, calls in ((after_two, 2), (after_two - 1, 1)):
         model = ScriptedModel([act("lookup", topic="단가")] * 10)
         budget = Budget(max_cost=float(limit), prices={"input": 1e6, "output": 1e6}, reply_tokens=50)
-        agent = Agent(default_tools(), model, max_steps=10, budget=budget)
+        agent = Agent(default_tools(), model, max_steps=10, limits=[budget])
         agent.run("price?")
         assert agent.stop_reason == "budget" and len(model.calls) == calls
 
@@ -426,8 +427,8 @@ def test_bad_prices_and_a_budget_that_is_not_one(prices):
     assert Budget(max_cost=1.0, prices={"input": 0, "output": 0}).cost(10**6, 10**6) == 0   # a local model is free
     with pytest.raises(ValueError, match="prices must be a dict like"):
         Budget(max_cost=1.0, prices=prices)
-    with pytest.raises(TypeError, match="budget must be a course_lib.safety.Budget, not int"):
-        Agent(default_tools(), ScriptedModel([]), budget=1000)
+    with pytest.raises(TypeError, match=r"each limit must be a function limit\(agent\) -> str \| None, not int"):
+        Agent(default_tools(), ScriptedModel([]), limits=[1000])
 
 
 # ---------------------------------------------------------------- tools that never return
@@ -530,7 +531,7 @@ def test_only_a_function_can_be_given_a_time_limit():
 
 
 def test_approvers_name_a_tool_call_as_a_call_not_a_write(capsys, monkeypatch):
-    from course_lib.approval import ask_in_terminal
+    from course_lib.courseware.approval import ask_in_terminal
     request = CallRequest("send_email", {"to": "a@evil.example"}, "it is a sensitive tool")
     assert deny_headless(request) is False
     out = capsys.readouterr().out
@@ -600,13 +601,13 @@ def test_a_time_limit_over_a_day_is_refused():
 
 def test_the_budget_counts_each_call_by_its_reported_usage_or_else_its_estimate():
     replies = [Reply(act("lookup", topic="단가"), usage={"input_tokens": 500, "output_tokens": 7}), act("lookup", topic="x")]
-    agent = Agent(default_tools(), ScriptedModel(replies), max_steps=2, budget=Budget(max_tokens=10**6))
+    agent = Agent(default_tools(), ScriptedModel(replies), max_steps=2, limits=[Budget(max_tokens=10**6)])
     agent.run("price?")
     h = agent.history   # system, goal, call 1 (reported), observation, call 2 (not reported), observation
-    assert agent.budget.spent(agent)["input_tokens"] == 500 + estimate_tokens(h[:4])
-    assert agent.budget.spent(agent)["output_tokens"] == 7 + estimate_tokens(h[4:5])
+    assert agent.limits[0].spent(agent)["input_tokens"] == 500 + estimate_tokens(h[:4])
+    assert agent.limits[0].spent(agent)["output_tokens"] == 7 + estimate_tokens(h[4:5])
     agent.history = h[:2] + h[4:]   # trimmed: what the calls cost stays spent
-    assert agent.budget.spent(agent)["input_tokens"] == 500 + estimate_tokens(h[:4])
+    assert agent.limits[0].spent(agent)["input_tokens"] == 500 + estimate_tokens(h[:4])
 
 
 def test_a_reply_with_negative_usage_is_refused():
@@ -658,11 +659,17 @@ def test_taint_remembers_each_run_of_exactly_min_span_characters():
         Taint(7)
 
 
-def test_a_policy_without_an_approver_asks_whoever_default_policy_names(monkeypatch):
-    monkeypatch.setenv("COURSE_APPROVAL", "deny")
-    assert ToolPolicy({}).approver is deny
+def test_a_policy_without_an_approver_denies_what_needs_a_person_and_says_none_was_given(monkeypatch):
+    # Stage 09 names no screen: who asks (buttons, a terminal) is the caller's choice, e.g. courseware's
+    # default_policy(). With none given, nobody can say yes, whatever COURSE_APPROVAL says.
     monkeypatch.setenv("COURSE_APPROVAL", "approve")
-    assert ToolPolicy({}).approver is approve
+    policy = ToolPolicy({"calculator": "ask"})
+    assert policy.approver is nobody and nobody(None) is False
+    assert policy.decide("calculator", {"expression": "1+1"}) == {
+        "tool": "calculator", "allowed": False, "by": "a person",
+        "reason": "no approver was given (ToolPolicy(..., approver=...)), so nobody could say yes; asked because "
+                  "calculator is set to 'ask'"}
+    assert ToolPolicy({}, approver=approve).approver is approve
 
 
 def test_with_taint_off_copied_text_runs_without_a_question():
@@ -725,7 +732,7 @@ def _step(*runs, error=None):
 
 
 def test_the_handoff_note_shortens_arguments_to_60_results_to_80_and_the_last_error_to_200():
-    from course_lib.safety import handoff_note
+    from course_lib.control import handoff_note
     note = handoff_note("goal", "something new", "why", [
         _step(_run("f", {"e": "x" * 51}, "y" * 80), _run("g", {"e": "x" * 52}, "z" * 81)),
         _step(_run("h", {}, "E" * 200, is_error=True))])
@@ -740,7 +747,7 @@ def test_the_handoff_note_shortens_arguments_to_60_results_to_80_and_the_last_er
 
 
 def test_check_history_says_what_a_history_and_a_message_are():
-    from course_lib.safety import check_history
+    from course_lib.control import check_history
     with pytest.raises(ValueError) as e:
         check_history(({"role": "user", "content": "hi"},))
     assert str(e.value) == "a history is a list of message dicts, not tuple"
@@ -838,14 +845,14 @@ def in_child_here(monkeypatch, tool, *args, nested=False, **kwargs):
     process group of its own, and whether it marked itself as a time-limited child."""
     import pickle
 
-    from course_lib import safety
+    from course_lib import control
     groups = []
-    monkeypatch.setattr(safety, "_in_a_limited_child", nested)
-    monkeypatch.setattr(safety.os, "setsid", lambda: groups.append("new group"))
+    monkeypatch.setattr(control, "_in_a_limited_child", nested)
+    monkeypatch.setattr(control.os, "setsid", lambda: groups.append("new group"))
     writer = _Writer()
-    safety._call_in_child(tool, args, kwargs, writer)
+    control._call_in_child(tool, args, kwargs, writer)
     assert len(writer.sent) == 1
-    return pickle.loads(writer.sent[0]), groups, safety._in_a_limited_child
+    return pickle.loads(writer.sent[0]), groups, control._in_a_limited_child
 
 
 def test_the_child_sends_back_what_the_tool_returned_from_a_process_group_of_its_own(monkeypatch):

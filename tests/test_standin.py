@@ -12,7 +12,7 @@ from course_lib import default_tools
 from course_lib.agent import Agent
 from course_lib.models.anthropic import AnthropicModel
 from course_lib.models.openai import OpenAIModel
-from course_lib.standin import StandInServer
+from course_lib.courseware.standin import StandInServer
 
 SECRET = "sk-test-secret-value-0123456789abcdef"
 PARALLEL_THEN_ANSWER = [

@@ -2,7 +2,7 @@
 
 Each test drives the stand-in either with raw HTTP (urllib, to see the exact status, body and headers) or
 through the real SDKs (to see the exception class and message a learner would get). The expected error
-texts are the real APIs' words as users have reported them (see the comments in course_lib/standin.py).
+texts are the real APIs' words as users have reported them (see the comments in course_lib/courseware/standin/).
 """
 import json
 import re
@@ -15,7 +15,7 @@ import anthropic
 import openai
 import pytest
 
-from course_lib.standin import StandInServer
+from course_lib.courseware.standin import StandInServer
 
 OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # straight to 127.0.0.1
 SYSTEM = "You answer price questions with the tools."
@@ -835,7 +835,7 @@ def test_other_apis_take_a_model_name_with_half_an_emoji_like_any_other(api, cap
 
 @pytest.mark.parametrize("api", PATHS)
 def test_a_stand_in_bug_is_a_500_in_the_apis_shape(api, monkeypatch, capfd):
-    from course_lib import standin
+    from course_lib.courseware.standin import server as standin
 
     def broken(*_):
         raise KeyError("a bug in the stand-in")
@@ -1288,7 +1288,7 @@ def test_a_thinking_block_stays_bound_when_the_sdk_reorders_the_keys_of_earlier_
 
 
 def test_errors_outside_a_request_have_no_request_id_and_a_scripted_retry_after_is_kept():
-    from course_lib.standin import _error
+    from course_lib.courseware.standin.common import _error
     assert _error("anthropic", 413, "too big") == (413, {"type": "error", "error": {
         "type": "request_too_large", "message": "too big"}}, {})
     _, _, headers = answer(StandInServer([{"status": 429, "retry_after": 2}]), "anthropic", VALID["anthropic"])

@@ -5,7 +5,7 @@ import pytest
 from course_lib.models import ModelError, ScriptedModel
 from course_lib.models.anthropic import AnthropicModel
 from course_lib.models.base import Reply
-from course_lib.standin import StandInServer
+from course_lib.courseware.standin import StandInServer
 from course_lib.structured import ask_nicely, structured_answer, takes_tool_choice
 from course_lib.tools import ToolError
 from test_tool_choice import KEY, make, provider  # noqa: F401  (provider: the fixture, both APIs)

@@ -8,7 +8,7 @@ from course_lib.models import ModelError
 from course_lib.models.anthropic import AnthropicModel, choice_to_anthropic
 from course_lib.models.base import checked_choice
 from course_lib.models.openai import OpenAIModel, choice_to_openai
-from course_lib.standin import StandInServer
+from course_lib.courseware.standin import StandInServer
 
 KEY = "sk-test-0123456789"
 GOAL = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What do seven units cost?"}]

@@ -20,8 +20,9 @@ import pytest
 
 import course_lib
 from course_lib import tools
-from course_lib.tools import (ToolError, calculator, inside_workspace, list_files, lookup, os_problem, read_file,
-                              search_docs, shorten, write_atomically)
+from course_lib import workspace as ws   # the module; `workspace` is the fixture below
+from course_lib.tools import ToolError, calculator, list_files, lookup, read_file, search_docs
+from course_lib.workspace import inside_workspace, os_problem, shorten, write_atomically
 
 
 # ====================================================================== calculator: what works
@@ -598,7 +599,7 @@ def test_read_file_reads_utf8_whatever_the_systems_default_encoding(workspace, m
     """On a machine whose default encoding is not UTF-8 (Windows: cp1252), Korean text still reads back intact."""
     def open_with_a_latin1_default(file, mode="r", *, encoding=None, **kwargs):
         return builtins.open(file, mode, encoding=encoding or "latin-1", **kwargs)
-    monkeypatch.setattr(tools, "open", open_with_a_latin1_default, raising=False)
+    monkeypatch.setattr(ws, "open", open_with_a_latin1_default, raising=False)
     (workspace / "보고서.txt").write_text("일비 25,000원", encoding="utf-8")
     assert read_file("보고서.txt") == "일비 25,000원"
 
@@ -621,7 +622,7 @@ class _ReadFails:
 @pytest.mark.parametrize("error, why", [(MemoryError(), "not enough memory for that much text; ask for less"),
                                         (OSError(errno.EIO, "Input/output error"), "Input/output error")])
 def test_a_read_that_fails_midway_is_a_tool_error_naming_the_path(workspace, monkeypatch, error, why):
-    monkeypatch.setattr(tools, "open", lambda fd, *a, **kw: _ReadFails(builtins.open(fd, *a, **kw), error),
+    monkeypatch.setattr(ws, "open", lambda fd, *a, **kw: _ReadFails(builtins.open(fd, *a, **kw), error),
                         raising=False)
     (workspace / "a.txt").write_text("text", encoding="utf-8")
     with pytest.raises(ToolError) as caught:
@@ -635,7 +636,7 @@ def test_a_file_that_cannot_be_examined_is_a_tool_error_saying_why(workspace, mo
     def denied(fd):
         raise PermissionError(errno.EACCES, "Permission denied")
     with monkeypatch.context() as patch:   # undone at once: pytest itself needs os.fstat
-        patch.setattr(tools.os, "fstat", denied)
+        patch.setattr(ws.os, "fstat", denied)
         with pytest.raises(ToolError) as caught:
             read_file("a.txt")
     assert str(caught.value) == "cannot use 'a.txt': permission denied"
@@ -680,7 +681,7 @@ def test_list_files_lists_the_folder_it_opened_even_if_the_name_is_swapped_after
         os.symlink(outside, workspace / "real")
         return fd
     with monkeypatch.context() as patch:
-        patch.setattr(tools.os, "open", open_then_swap)
+        patch.setattr(ws.os, "open", open_then_swap)
         listing = list_files("real")
     assert listing == "inside.txt"
 
@@ -729,7 +730,7 @@ def _replace_open(monkeypatch, replacement):
     """Put `replacement` in place of os.open, taking dir_fd wherever os.open does."""
     if os.open in os.supports_dir_fd:
         monkeypatch.setattr(os, "supports_dir_fd", os.supports_dir_fd | {replacement})
-    monkeypatch.setattr(tools.os, "open", replacement)
+    monkeypatch.setattr(ws.os, "open", replacement)
 
 
 def _write_and_check(here, there, monkeypatch, opens):
@@ -832,7 +833,7 @@ def test_a_failed_rename_leaves_the_old_file_and_no_temporary_one(tmp_path, monk
     def disk_full(src, dst, **where):
         tried.append((src, dst))
         raise OSError(errno.ENOSPC, "No space left on device")
-    monkeypatch.setattr(tools.os, "replace", disk_full)
+    monkeypatch.setattr(ws.os, "replace", disk_full)
     with pytest.raises(OSError) as caught:
         write_atomically(tmp_path / name, b"new")
     assert caught.value.errno == errno.ENOSPC
@@ -847,7 +848,7 @@ def test_a_failure_after_the_temporary_file_is_gone_is_still_the_error_raised(tm
     def vanish_then_fail(src, dst, src_dir_fd=None, dst_dir_fd=None):
         real_unlink(src, dir_fd=src_dir_fd)
         raise OSError(errno.EIO, "Input/output error")
-    monkeypatch.setattr(tools.os, "replace", vanish_then_fail)
+    monkeypatch.setattr(ws.os, "replace", vanish_then_fail)
     with pytest.raises(OSError) as caught:
         write_atomically(tmp_path / "a.txt", b"new")
     assert caught.value.errno == errno.EIO and os.listdir(tmp_path) == []

@@ -80,7 +80,7 @@ def test_the_widget_displays_with_a_stable_text_form(stepper):
 def test_the_stepper_drives_a_real_adapter_too():
     """The same widget over AnthropicModel and the real SDK, against the local stand-in server."""
     from course_lib.models.anthropic import AnthropicModel
-    from course_lib.standin import StandInServer
+    from course_lib.courseware.standin import StandInServer
     script = [{"tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]}, {"text": "Seven units cost $168."}]
     with StandInServer(script) as server:
         stepper = AgentStepper(Agent(default_tools(), AnthropicModel(base_url=server.url, api_key="stand-in")),

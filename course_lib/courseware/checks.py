@@ -366,7 +366,7 @@ def check(exercise_id: str, candidate, *, quiet: bool = False) -> CheckResult:
 def _show(result: CheckResult) -> None:
     """In a notebook an HTML table (count first, failing rows marked) with the text table beside it for
     nbval and plain front ends; in a terminal the text table."""
-    from ..approval import _in_notebook   # the same test the approval gate uses to choose its buttons
+    from .approval import _in_notebook   # the same test the approval gate uses to choose its buttons
     if not _in_notebook():
         print(render(result))
         return

@@ -62,31 +62,13 @@ def _one_line(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def live_model(kind: str):
-    """A real model for ``course demo --model``, or a ModelError saying what is missing."""
-    from ..models.base import ModelError
-    if kind == "anthropic":
-        from ..models.anthropic import AnthropicModel
-        return AnthropicModel()
-    from ..models.openai import OpenAIModel
-    if kind == "openai":
-        return OpenAIModel()
-    import urllib.request
-    from ..models.catalog import OLLAMA_URL
-    try:   # is a local Ollama server listening? (loopback only, a short timeout)
-        urllib.request.urlopen(OLLAMA_URL.rsplit("/v1", 1)[0] + "/api/tags", timeout=2).close()
-    except OSError:
-        raise ModelError("no Ollama server answers at localhost:11434: install Ollama, run `ollama serve` "
-                         "and `ollama pull qwen3:8b` (or set COURSE_OLLAMA_MODEL to a model you have)") from None
-    return OpenAIModel.ollama()
-
-
 def cmd_demo(args) -> int:
     goal = args.goal or SCENARIOS["price"]["goal"]
     if args.model == "scripted":
         model, label = demo_model(goal), "scripted (a fixed list of replies standing in for an LLM; no network, no key)"
     else:
         from ..models.base import ModelError
+        from .livecheck import live_model   # a real model from its provider's name; Ollama must be running
         try:
             model = live_model(args.model)
         except ModelError as e:
@@ -94,7 +76,7 @@ def cmd_demo(args) -> int:
             print("`course demo` (the scripted model) runs with no key and no network.", file=sys.stderr)
             return 1
         label = f"{args.model}, live: {model.model}"
-    from ..approval import ApprovalGate
+    from .approval import ApprovalGate
     gate = ApprovalGate()   # asks y/n in a terminal; denies when nobody can answer
     agent = Agent({**default_tools(), "write_file": gate.write_file}, model, max_steps=args.max_steps,
                   on_step=lambda step: print(format_step(step), flush=True))
@@ -135,13 +117,15 @@ def eval_compare(args, ev) -> int:
 def cmd_eval(args) -> int:
     """Run the task suite (stage 12) and print a row per run and a summary; or compare two saved runs."""
     from .. import evaluation as ev
+    from .eval_lab import SCRIPTED
     if args.compare:
         return eval_compare(args, ev)
     tasks = _read(args, "--tasks", args.tasks, ev.load_tasks)
-    if args.model in ev.SCRIPTED:
-        make_model, label = ev.SCRIPTED[args.model], f"{args.model} (a scripted stand-in, not a model)"
+    if args.model in SCRIPTED:
+        make_model, label = SCRIPTED[args.model], f"{args.model} (a scripted stand-in, not a model)"
     else:
         from ..models.base import ModelError
+        from .livecheck import live_model
         try:
             live_model(args.model)   # fail at once, with the reason, if its key or server is missing
         except ModelError as e:
@@ -300,7 +284,8 @@ def _korean_font() -> str:
 
 def _check_model_ids() -> int:
     """Print each configured model ID and its lifecycle status; count a retired or soon-retiring one as a problem."""
-    from ..models.catalog import check_model, model_id
+    from ..models.catalog import model_id
+    from .lifecycle import check_model
     problems = 0
     for provider in ("anthropic", "openai", "ollama"):
         model = model_id(provider)
@@ -331,7 +316,7 @@ def cmd_make_exercises(args) -> int:
 
 
 def cmd_mcp_serve(args) -> int:
-    from ..mcp_bridge import serve   # stage 13: the server's code is there; stdout carries only MCP messages
+    from .mcp_serve import serve   # stage 13's server over stdio; stdout carries only MCP messages
     folder = Path(os.path.expanduser(args.workspace or ".")).resolve()
     if folder.parent == folder or folder == Path(os.path.expanduser("~")).resolve():   # the root or the home folder
         print(f"course mcp serve: will not serve {folder}: read_file and list_files would reach every file in it. "

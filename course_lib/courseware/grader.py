@@ -10,8 +10,10 @@ kernel's execution replies for the answer and hidden-test cells, and the exercis
 grader itself (``checks.run_cases``, freshly re-imported) in a silent request whose result travels back
 in the reply (``user_expressions``), not as printed output. Before every trusted cell a silent request
 undoes what a submission may have installed (event hooks, custom exception handlers, AST transformers,
-tracers). Code that runs inside the kernel can still, in principle, reach the grader's own objects there;
-this raises the bar far above printing a fake ✓, but it is not a proof against a determined attacker.
+tracers). The code run there is two ordinary modules, ``kernel_judge`` and ``kernel_borrows``, sent as their source
+and never imported in the kernel. Code that runs inside the kernel can still, in principle, reach the grader's
+own objects there; this raises the bar far above printing a fake ✓, but it is not a proof against a determined
+attacker.
 
 Isolation and survival. Each notebook runs in a fresh kernel in a scratch folder, inside the sandbox of
 ``course_lib.courseware.sandbox`` (bubblewrap where available: no network, read-only files, solutions hidden), with
@@ -21,6 +23,7 @@ fail that notebook with the reason; the batch goes on. ``grade_all`` runs notebo
 from __future__ import annotations
 
 import ast
+import inspect
 import json
 import os
 import re
@@ -32,103 +35,16 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import sandbox
-from .grading import ROOT, SOLUTION, _grade_id, _stub
+from . import kernel_borrows, kernel_judge, sandbox
+from .notebook_marks import ROOT, SOLUTION, grade_id as _grade_id, stub as _stub
 
 CHECK_CALL = re.compile(r"""check\(\s*["'](\d\d\.\d+)["']\s*,\s*([A-Za-z_]\w*)""")
 MAX_NOTEBOOK_BYTES = 50_000_000   # a submission larger than this is not read at all
 OUTPUT_CAP = 2_000_000   # characters of output kept per notebook; the rest is dropped, and the report says so
-RESET = """\
-import sys, threading, IPython
-ip = IPython.get_ipython()
-ip.set_custom_exc((), None)
-for hooks in ip.events.callbacks.values():   # keep IPython's and the kernel's own hooks only
-    hooks[:] = [h for h in hooks if str(getattr(h, "__module__", "")).split(".")[0] in
-                ("IPython", "ipykernel", "matplotlib", "matplotlib_inline")]
-ip.ast_transformers[:] = []
-ip.input_transformers_post[:] = []
-from IPython.core.inputtransformer2 import TransformerManager
-ip.input_transformer_manager = TransformerManager()   # cleanup, line and token transformers as IPython made them
-for formatter in ip.display_formatter.formatters.values():   # printers registered for str, dict, ...
-    formatter.type_printers.clear(); formatter.deferred_printers.clear()
-    formatter.singleton_printers.clear()
-for _name in ("transform_cell", "transform_ast", "run_cell", "run_cell_async", "_run_cell", "run_ast_nodes",
-              "run_code", "should_run_async", "ex", "ev"):   # the shell's own methods, not an instance's patch
-    vars(ip).pop(_name, None)
-sys.settrace(None); sys.setprofile(None); sys.excepthook = sys.__excepthook__
-threading.settrace(None); threading.setprofile(None)
-result = "reset"
-"""
-JUDGE = RESET + """\
-import importlib, json, json.encoder
-importlib.reload(json.encoder)   # fresh from the standard library's source: a patched dumps or encoder is gone
-json = importlib.reload(json)
-importlib.reload(importlib.import_module("course_lib.courseware.exercises.stage" + STAGE))
-checks = importlib.reload(importlib.import_module("course_lib.courseware.checks"))   # fresh from the read-only source
-found = {}
-for exercise, name in CANDIDATES.items():
-    missing = name not in ip.user_ns
-    candidate = ip.user_ns.get(name)
-    found[exercise] = {"defined": not missing, "module": str(getattr(candidate, "__module__", "") or ""),
-                       "borrows": None if missing else _borrows(candidate, set(MAY_USE.get(exercise, ()))),
-                       "result": None if missing else checks.run_cases(exercise, candidate).as_dict()}
-result = json.dumps(found, ensure_ascii=False, default=str)
-"""
-# What an answer reaches: the globals its code names (nested functions and comprehensions too), its defaults,
-# its closure, a partial's function, a class's bases and members. The first finished object of this stage or a
-# later one (FINISHED) is the answer's borrowing, however it got there: a wrapper, a default, an alias.
-BORROWS = """import functools as _ft, types as _ty, sys as _sys
-def _borrows(obj, may_use, seen=None):
-    seen = set() if seen is None else seen
-    if id(obj) in seen or len(seen) > 5000:
-        return None
-    seen.add(id(obj))
-    if isinstance(obj, _ty.ModuleType):
-        return obj.__name__ if obj.__name__ in FINISHED or obj.__name__ == "course_lib" else None
-    module, name = str(getattr(obj, "__module__", "") or ""), str(getattr(obj, "__name__", "") or "")
-    record = isinstance(obj, type) and (issubclass(obj, BaseException) or hasattr(obj, "__dataclass_fields__"))
-    if module in FINISHED and name not in may_use and callable(obj) and not record:   # errors, records: shared
-        return f"{module}.{getattr(obj, '__qualname__', name)}"
-    kind = type(obj)   # an instance of a finished class (a prepared Taint, a MemoryStore) does its work too
-    if kind.__module__ in FINISHED and kind.__name__ not in may_use and not hasattr(kind, "__dataclass_fields__") \
-            and not isinstance(obj, BaseException):
-        return f"{kind.__module__}.{kind.__qualname__} (an instance)"
-    reach = []
-    if isinstance(obj, _ft.partial):
-        reach = [obj.func, *obj.args, *obj.keywords.values()]
-    elif isinstance(obj, _ty.MethodType):
-        reach = [obj.__func__, obj.__self__]
-    elif isinstance(obj, (staticmethod, classmethod)):
-        reach = [obj.__func__]
-    elif isinstance(obj, type) and module == "__main__":
-        reach = [*obj.__bases__, *vars(obj).values()]
-    elif isinstance(obj, _ty.FunctionType) and module == "__main__":
-        codes, names = [obj.__code__], set()
-        while codes:
-            code = codes.pop()
-            names.update(code.co_names)
-            codes += [c for c in code.co_consts if isinstance(c, _ty.CodeType)]
-        reach = [obj.__globals__[n] for n in sorted(names) if n in obj.__globals__]
-        reach += list(obj.__defaults__ or ()) + list((obj.__kwdefaults__ or {}).values())
-        reach += [c.cell_contents for c in obj.__closure__ or () if c.cell_contents is not c]
-    elif module and callable(obj) and module != "__main__" and module.split(".")[0] not in _sys.stdlib_module_names \
-            and module.split(".")[0] != "course_lib":   # exec'd or third-party code (the course's: see above)
-        return f"{module}.{name} (code from outside the notebook)"
-    elif type(obj).__module__ == "__main__" and hasattr(obj, "__dict__"):   # an instance holding the borrowing
-        reach = [type(obj), *vars(obj).values()]
-    elif isinstance(obj, (list, tuple, set, frozenset)):
-        reach = list(obj)[:1000]
-    elif isinstance(obj, dict):
-        reach = list(obj.values())[:1000]
-    for item in reach:
-        try:
-            found = _borrows(item, may_use, seen)
-        except Exception:   # an object that cannot be looked into is not the course's
-            found = None
-        if found:
-            return found
-    return None
-"""
+# The Python the grader runs inside the kernel: real modules, sent as their source (see their docstrings).
+RESET = inspect.getsource(kernel_judge) + "result = reset()\n"
+BORROWS = inspect.getsource(kernel_borrows)   # sent after a line setting FINISHED, before JUDGE
+JUDGE = inspect.getsource(kernel_judge) + "result = judge(STAGE, CANDIDATES, MAY_USE, _borrows)\n"
 
 
 def _expression(source: str) -> str:
@@ -259,14 +175,19 @@ _DUNDERS = {"__name__", "__doc__", "__qualname__", "__init__", "__call__", "__le
             "__repr__", "__str__", "__hash__"}
 
 
-STAGE_MODULES = {"01": ("course_lib.tools",), "02": ("course_lib.registry",), "03": ("course_lib.describe",),
-                 "04": ("course_lib.parsing",), "05": ("course_lib.dispatch",), "06": ("course_lib.agent",),
-                 "07": ("course_lib.models.scripted", "course_lib.models"),
-                 "08": ("course_lib.models.anthropic", "course_lib.models.openai", "course_lib.models"),
-                 "09": ("course_lib.safety", "course_lib.courseware.injection_lab"), "10": ("course_lib.memory",),
+STAGE_MODULES = {"01": ("course_lib.workspace", "course_lib.tools"), "02": ("course_lib.registry",),
+                 "03": ("course_lib.describe",), "04": ("course_lib.parsing",), "05": ("course_lib.dispatch",),
+                 "06": ("course_lib.agent", "course_lib.models.base"),
+                 "07": ("course_lib.models.scripted", "course_lib.models.native", "course_lib.models"),
+                 "08": ("course_lib.models.anthropic", "course_lib.models.openai", "course_lib.models.remote",
+                        "course_lib.models.catalog", "course_lib.models.providers", "course_lib.courseware.standin"),
+                 "09": ("course_lib.safety", "course_lib.control", "course_lib.courseware.injection_lab",
+                        "course_lib.courseware.approval"),
+                 "10": ("course_lib.memory", "course_lib.memory_store", "course_lib.courseware.memory_lab"),
                  "11": ("course_lib.retrieval", "course_lib.planning", "course_lib.orchestration",
-                        "course_lib.structured"),
-                 "12": ("course_lib.evaluation",), "13": ("course_lib.mcp_bridge",)}
+                        "course_lib.structured", "course_lib.courseware.patterns_lab"),
+                 "12": ("course_lib.eval_tasks", "course_lib.evaluation", "course_lib.courseware.eval_lab"),
+                 "13": ("course_lib.mcp_bridge", "course_lib.mcp_client", "course_lib.courseware.mcp_serve")}
 
 
 def finished(stage: str) -> set[str]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from ..safety import ToolPolicy, mark_untrusted, only, untrusted_prompt
-from ..approval import deny
+from .approval import deny
 from ..tools import ToolError
 
 

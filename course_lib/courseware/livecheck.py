@@ -15,14 +15,15 @@ from dataclasses import dataclass, field
 
 from ..agent import Agent
 from ..models.base import ModelError
+from ..models.catalog import EXAMPLE_PRICES, OLLAMA_URL
+from ..models.providers import PROVIDERS, model_for
 from ..models.remote import MissingKeyError
-from .plots import EXAMPLE_PRICES, usage_data
+from .plots import usage_data
 from .. import default_tools
 
 GOAL = ("Two things at once, please: look up the unit price (topic: 단가) and compute 10/0 with the calculator; "
         "call both tools in the same turn. Then compute 24*7 with the calculator and tell me, in one sentence, "
         "what seven units cost.")
-PROVIDERS = ("anthropic", "openai", "ollama")
 
 
 class _Recorder:
@@ -31,6 +32,7 @@ class _Recorder:
     def __init__(self, model):
         self.model, self.replies = model, []
         self.native_tools = getattr(model, "native_tools", False)
+        self.protocol = getattr(model, "protocol", None)   # the Agent talks to the model's own protocol
 
     def complete(self, messages, tools=None):
         reply = self.model.complete(messages, tools)
@@ -57,22 +59,24 @@ class LiveReport:
         return [head, *body, f"  result: {verdict}"]
 
 
-def build_model(provider: str):
-    if provider == "anthropic":
-        from ..models.anthropic import AnthropicModel
-        return AnthropicModel()
-    if provider == "openai":
-        from ..models.openai import OpenAIModel
-        return OpenAIModel()
-    from .cli import live_model   # checks that a local Ollama server answers first
-    return live_model("ollama")
+def live_model(provider: str):
+    """A real model for ``provider`` (for ``course demo``, ``course eval`` and this check), or a ModelError
+    saying what is missing: its key (``MissingKeyError``), or a local Ollama server that answers."""
+    if provider == "ollama":
+        import urllib.request
+        try:   # is a local Ollama server listening? (loopback only, a short timeout)
+            urllib.request.urlopen(OLLAMA_URL.rsplit("/v1", 1)[0] + "/api/tags", timeout=2).close()
+        except OSError:
+            raise ModelError("no Ollama server answers at localhost:11434: install Ollama, run `ollama serve` "
+                             "and `ollama pull qwen3:8b` (or set COURSE_OLLAMA_MODEL to a model you have)") from None
+    return model_for(provider)
 
 
 def live_check(provider: str, model=None, max_steps: int = 6) -> LiveReport:
     """Run the scenario once against ``provider`` (or the given model object) and report."""
     report = LiveReport(provider)
     try:
-        model = model or build_model(provider)
+        model = model or live_model(provider)
     except MissingKeyError as e:
         report.notes.append(str(e))
         report.status = 2

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from itertools import accumulate
 
-# Example prices in US dollars per million tokens. They are NOT any provider's current price list:
-# pass your provider's prices to `usage_plot` for a real estimate.
-EXAMPLE_PRICES = {"input": 1.00, "output": 5.00}
+from ..models.catalog import EXAMPLE_PRICES   # not any provider's price list: pass yours to `usage_plot`
 
 
 def _calls(history: list[dict]) -> list[list[dict]]:

@@ -5,7 +5,7 @@ reply, the tool call it made, the observation (errors in red) and the messages a
 messages the last click added are marked *new*, and a long one opens to its whole text. Colours come from
 JupyterLab's theme variables, so they read in the light and the dark theme. It
 works with any model the ``Agent`` takes: scripted ones and the real adapters. ``ask_with_buttons`` is the
-notebook policy of ``course_lib.approval.ApprovalGate``: it shows Approve / Deny and waits for a click.
+notebook policy of ``course_lib.courseware.approval.ApprovalGate``: it shows Approve / Deny and waits for a click.
 
 Imported only where used: ``import course_lib`` never loads ipywidgets.
 """

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from ..describe import tool_spec
 from .base import ModelError, Reply, ToolCall, checked_choice, scrub
 from .catalog import model_id
+from .native import NATIVE
 from .remote import call_api, make_client
 
 # Room for adaptive thinking (it counts toward max_tokens) and still a plain, non-streaming request: the SDK
@@ -150,6 +151,10 @@ class AnthropicModel:
         if self.effort is not None:
             request["output_config"] = {"effort": self.effort}
         return scrub(request)   # half an emoji cannot be sent as UTF-8: it becomes U+FFFD
+
+    @property
+    def protocol(self):   # how the Agent talks to it: native tool calls, or None for the text protocol
+        return NATIVE if self.native_tools else None
 
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
                  tool_choice: str | None = None) -> Reply:

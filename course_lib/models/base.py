@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..workspace import whole
 
 STOPS = {"refused": "The model refused this request ({why}), so there is no answer; rephrase the goal "
                     "or try another model.",
@@ -84,6 +85,12 @@ class Reply:
         shown += [f"{k}={getattr(self, k)!r}" for k in ("stop", "provider_stop", "thinking") if getattr(self, k)]
         return f"Reply({', '.join(shown)})"
 
+    def stop_sentence(self) -> str:
+        """Why there is no answer, when ``stop`` says the model stopped without one (a refusal quotes it)."""
+        why = self.provider_stop or self.stop
+        quoted = " ".join(self.text.split())[:200]   # a refusal's own words help the reader
+        return STOPS[self.stop].format(why=why) + (f' It said: "{quoted}".' if self.stop == "refused" and quoted else "")
+
     @classmethod
     def coerce(cls, value) -> "Reply":
         """Accept a Reply, a plain string, or a dict like {"text": ..., "tool_calls": [{"name", "args"}]}."""
@@ -146,11 +153,7 @@ def _scrub(value):
     Such text cannot be encoded as UTF-8, so the SDKs and ``json`` writers would raise on it. Pairs that
     belong together become the real character. Works through dicts, lists and tuples; other values pass."""
     if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-            return value
-        except UnicodeEncodeError:
-            return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+        return whole(value)
     if isinstance(value, dict):
         return {_scrub(k): _scrub(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from ..describe import tool_spec
 from .base import Reply, ToolCall, checked_choice, scrub
 from .catalog import OLLAMA_URL, model_id
+from .native import NATIVE
 from .remote import call_api, make_client
 
 
@@ -110,6 +111,10 @@ class OpenAIModel:
         if self.max_tokens:   # OpenAI's current name for the output limit; Ollama's endpoint knows the old one
             request["max_completion_tokens" if self.provider == "openai" else "max_tokens"] = self.max_tokens
         return scrub(request)   # half an emoji cannot be sent as UTF-8: it becomes U+FFFD
+
+    @property
+    def protocol(self):   # how the Agent talks to it: native tool calls, or None for the text protocol
+        return NATIVE if self.native_tools else None
 
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
                  tool_choice: str | None = None) -> Reply:

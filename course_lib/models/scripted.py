@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 
 from .base import ModelError, Reply
+from .native import NATIVE
 
 
 class ScriptedModel:
@@ -25,6 +26,10 @@ class ScriptedModel:
         self.replies = list(replies)
         self.native_tools = native_tools   # True: a reply without tool calls is the final answer
         self.calls: list[list[dict]] = []
+
+    @property
+    def protocol(self):   # how the Agent talks to it: native tool calls, or None for the text protocol
+        return NATIVE if self.native_tools else None
 
     def complete(self, messages: list[dict], tools=None) -> Reply:
         self.calls.append(list(messages))
@@ -36,7 +41,11 @@ class ScriptedModel:
         reply = self.replies[turn]
         if isinstance(reply, BaseException):
             raise ModelError(str(reply)) from reply
-        return Reply.coerce(reply)
+        reply = Reply.coerce(reply)
+        if reply.tool_calls and not self.native_tools:   # the text protocol has no place for them: say so
+            raise ModelError(f"reply {turn + 1} of the script has native tool calls, but this model speaks the text "
+                             "protocol: use ScriptedModel(..., native_tools=True), or write the call as JSON text")
+        return reply
 
     def restart(self) -> None:
         """Start the script again from its first reply (the stepper's Reset button uses this)."""

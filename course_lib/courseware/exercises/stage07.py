@@ -7,8 +7,8 @@ import json
 from ... import default_tools
 from ...agent import Agent
 from ..checks import Case, Exercise
-from ...dispatch import Observation
 from ...models import SCENARIOS, ModelError, Reply, ScriptedModel, ToolCall
+from ...models.base import ask as ask_model
 from ...parsing import parse_reply
 
 PRICE = SCENARIOS["price"]
@@ -125,19 +125,40 @@ def untouched(f) -> str:
 
 
 # ---- 07.4 test_agent: agents with one bug each; a good test fails on every one of them
+class _Results:
+    """An agent's protocol with a bug in how tool results go back (``bug(observation)`` runs first)."""
+
+    def __init__(self, protocol, bug):
+        self.protocol, self.bug = protocol, bug
+
+    def __getattr__(self, name):
+        return getattr(self.protocol, name)
+
+    def result(self, call, observation):
+        return self.protocol.result(call, self.bug(observation))
+
+
+def _crash(observation):
+    if observation.is_error:
+        raise RuntimeError(observation.content)
+    return observation
+
+
+def _hide(observation):
+    observation.is_error = False   # the trace's own record: the error no longer shows
+    return observation
+
+
 class CrashesOnToolErrors(Agent):
-    def _dispatch(self, step, tool, args):
-        obs = super()._dispatch(step, tool, args)
-        if obs.is_error:
-            raise RuntimeError(obs.content)
-        return obs
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.protocol = _Results(self.protocol, _crash)
 
 
 class HidesToolErrors(Agent):
-    def _dispatch(self, step, tool, args):
-        obs = super()._dispatch(step, tool, args)
-        step.runs[-1].observation = Observation(obs.content, is_error=False)
-        return step.runs[-1].observation
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.protocol = _Results(self.protocol, _hide)
 
 
 class IgnoresStepCap(Agent):
@@ -153,8 +174,10 @@ class StopsOneStepEarly(Agent):
 
 
 class IgnoresFinish(Agent):
-    def _finish(self, step, answer):
-        self._add("user", "Observation: (finish ignored)")   # the bug: the run goes on after a finish
+    def _stop(self, reason, answer):
+        if reason != "finish":
+            return super()._stop(reason, answer)
+        self.history.append({"role": "user", "content": "Observation: (finish ignored)"})   # the bug: it goes on
 
 
 class OneStepTooMany(Agent):
@@ -164,11 +187,22 @@ class OneStepTooMany(Agent):
 
 
 class SwallowsModelErrors(Agent):
-    def _ask_model(self):
+    def __init__(self, tools, model, *args, **kwargs):
+        super().__init__(tools, _Swallowing(model), *args, **kwargs)
+
+
+class _Swallowing:   # the model, except that a failed call looks like an empty reply (the bug)
+    def __init__(self, model):
+        self.model = model
+
+    def __getattr__(self, name):   # native_tools, protocol, calls...: the model's own
+        return getattr(self.model, name)
+
+    def complete(self, messages, tools=None):
         try:
-            return super()._ask_model()
+            return ask_model(self.model, messages, tools)
         except ModelError:
-            return Reply("")   # the bug: a failed model call looks like an empty reply
+            return Reply("")
 
 
 def verdict(test, agent_class) -> str:

@@ -9,7 +9,7 @@ import urllib.request
 from ..checks import Case, Exercise
 from ...dispatch import Observation
 from ...models import ToolCall
-from ...standin import StandInServer
+from ..standin import StandInServer
 
 GOAL = {"role": "user", "content": "일곱 개 사면 얼마예요? 할인도 있나요?"}
 CALLS = [ToolCall("lookup", {"topic": "단가"}, id="call_1"), ToolCall("lookup", {"topic": "할인"}, id="call_2")]

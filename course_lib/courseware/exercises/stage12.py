@@ -53,7 +53,8 @@ def results_untouched(f) -> str:
 
 def real_runs(f) -> dict:
     """Records as run_suite returns them (transcripts and all): careful on four tasks, twice each."""
-    from ...evaluation import careful, load_tasks, run_suite
+    from ...evaluation import load_tasks, run_suite
+    from ..eval_lab import careful
     return f(run_suite(load_tasks()[:4], careful, repeat=2))
 
 
@@ -110,7 +111,8 @@ def both_untouched(f) -> str:
 
 
 def careful_then_sloppy(f) -> list:
-    from ...evaluation import careful, load_tasks, run_suite, sloppy
+    from ...evaluation import load_tasks, run_suite
+    from ..eval_lab import careful, sloppy
     return [r["task"] for r in f(run_suite(load_tasks(), careful), run_suite(load_tasks(), sloppy))]
 
 

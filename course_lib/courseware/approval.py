@@ -1,8 +1,10 @@
-"""A person in the loop: ``ApprovalGate`` gives the agent a ``write_file`` tool that asks before it writes.
+"""A person in the loop, on a screen: who is asked (buttons, a terminal prompt, nobody) and ``ApprovalGate``,
+which gives the agent a ``write_file`` tool that asks before it writes. What counts as a yes is stage 09's
+(``safety.is_yes``); these are the front ends that ask.
 
 The write is sandboxed like ``read_file`` (only inside the workspace, the current folder). Before it
 happens, the gate asks: with Approve / Deny buttons in a notebook open in JupyterLab
-(``course_lib.courseware.widgets``), with a y/n prompt in a terminal (``course demo``), and, where nobody can
+(``courseware.widgets``), with a y/n prompt in a terminal (``course demo``), and, where nobody can
 answer (CI, a script without a terminal, a notebook run by nbconvert, papermill or a grader), it denies at
 once, saying why. Only an explicit yes approves: any other answer, or a policy that fails, is a no. The write
 itself is atomic (a temporary file, then a rename), so a failure never leaves a half-written or emptied file.
@@ -19,7 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .tools import OS_FAILURES, ToolError, inside_workspace, os_problem, shorten, write_atomically
+from ..safety import YES, is_yes  # noqa: F401  (stage 09 decides what counts as a yes)
+from ..tools import OS_FAILURES, ToolError, inside_workspace, os_problem, shorten, write_atomically
 
 MAX_WRITE_CHARS = 100_000
 
@@ -89,20 +92,11 @@ def default_policy():
     if _in_notebook():
         if not (_screen_attached() or chosen == "ask"):
             return deny_headless
-        from .courseware.widgets import ask_with_buttons
+        from .widgets import ask_with_buttons
         return ask_with_buttons
     if chosen == "ask" or sys.stdin.isatty():
         return ask_in_terminal
     return deny
-
-
-YES = ("y", "yes", "approve", "approved", "allow")   # what a policy may return as text to say yes
-
-
-def is_yes(answer) -> bool:
-    """Only an explicit yes approves: ``True`` or a word in ``YES``. ``"no"``, ``"deny"``, ``1``, ``None``
-    and anything else deny (``bool("no")`` is True, so a plain ``bool()`` would fail open)."""
-    return answer is True or (type(answer) is str and answer.strip().lower() in YES)   # a str subclass could lie
 
 
 class ApprovalGate:
