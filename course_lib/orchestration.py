@@ -8,7 +8,7 @@ steps, tokens, transcript, the runs it started). ``Orchestrator``, an ``Agent`` 
 nests its sub-agents'; ``call_tree`` and ``call_edges`` (who called whom); ``total_usage`` (the team's tokens).
 (The lesson's scripted team: ``courseware/patterns_lab.py``.) Guards: an empty or overlong task is refused,
 agents nest at most ``max_depth`` deep (a context variable counts), and a sub-agent that stops without an answer
-is an error observation.
+is an error observation (its transcript keeps stage 09's hand-over note).
 
 Leaves out: sub-agents working in parallel, sharing memory or talking to each other (each sees only its task,
 and only the orchestrator reads their answers), one budget for the whole team (each agent may have its own
@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import re
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import count
 
 from .agent import Agent
+from .control import handoff
 from .tools import ToolError
 
 MAX_DEPTH = 3            # orchestrator → agent → agent → agent, and no deeper
@@ -102,7 +103,8 @@ def _delegate(tool, task: str) -> str:
         run.answer, run.stop_reason = f"The {name} failed: {type(e).__name__}: {e}", "error"
     finally:
         _RUNNING.reset(running)
-    run.steps, run.usage, run.transcript = agent.steps, agent.total_usage, Agent.transcript(agent)   # its own
+    note = {"handoff": asdict(note)} if (note := handoff(agent)) else {}   # what a person needs if it gave up
+    run.steps, run.usage, run.transcript = agent.steps, agent.total_usage, Agent.transcript(agent, **note)
     if run.stop_reason != "finish":   # an error observation: "Stopped after 4 steps" is not the answer
         raise ToolError(f"the {name} stopped without an answer ({run.stop_reason}): {run.answer} "
                         "Try a smaller or clearer task, or go on without it.")

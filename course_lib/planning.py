@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from .agent import Agent
+from .memory import ChatAgent
 from .models.base import ask, scrub
 from .tools import ToolError
 
@@ -227,12 +228,14 @@ def ask_critic(critic, goal: str, answer: str) -> Verdict:
 
 
 def refine(agent, goal: str, critic, rounds: int = 2, *, tools=None) -> Refined:
-    """Run ``agent`` (an Agent, or a model to wrap in one with ``tools``) on ``goal``; ``critic`` judges each answer
+    """Run ``agent`` (a ChatAgent, or a model to wrap in one with ``tools``) on ``goal``; ``critic`` judges each answer
     and a rejection's feedback goes back with ``agent.chat``, for at most ``rounds`` answers; ``stop_reason``: why
     it ended (an agent stopping without an answer, an unreadable verdict or a failed critic end it at once)."""
     if type(rounds) is not int or rounds < 1:
         raise ValueError(f"rounds must be a whole number, 1 or more, not {rounds!r}")
-    agent = agent if isinstance(agent, Agent) else Agent(tools or {}, agent)
+    if isinstance(agent, Agent) and not isinstance(agent, ChatAgent):
+        raise TypeError("refine sends the critic's feedback with chat(): give it a ChatAgent (stage 10), not an Agent")
+    agent = agent if isinstance(agent, ChatAgent) else ChatAgent(tools or {}, agent)
     result = Refined(answer="", accepted=False, stop_reason="rounds")
     while result.rounds < rounds:
         result.rounds += 1

@@ -637,3 +637,30 @@ def test_an_agent_without_a_goal_has_an_empty_history(tools):
     assert agent.history == [] and agent.trace == [] and agent.goal is None
 
 
+
+
+def test_loop_sends_what_prepare_returns_from_the_history_it_is_given(tools):
+    seen = []
+
+    def prepare(history):
+        seen.append(len(history))
+        return history[:1] + [{"role": "user", "content": "only this"}]   # what the model is sent instead
+
+    model = ScriptedModel(['{"tool": "finish", "args": {"answer": "ok"}}'])
+    agent = Agent(tools, model)
+    agent.reset("the goal")
+    assert agent.loop(prepare) == "ok"
+    assert seen == [2] and model.calls[0][1:] == [{"role": "user", "content": "only this"}]
+    assert agent.history[1] == {"role": "user", "content": "only this"}   # the prepared history is the history
+
+
+def test_a_stopped_reply_is_kept_in_the_history_without_being_read(tools):
+    from course_lib.models import Reply
+    model = ScriptedModel([Reply("", stop="max_tokens", provider_stop="max_tokens")], native_tools=True)
+    agent = Agent(tools, model)
+    agent.run("cut off")
+    assert agent.stop_reason == "max_tokens" and agent.history[-1]["role"] == "assistant"   # kept, though empty
+    cut = Reply('{"thought": "half a plan", "tool": "lookup", "args": {"topic": "x"}}', stop="max_tokens")
+    agent = Agent(tools, ScriptedModel([cut]))
+    agent.run("cut off")
+    assert agent.trace[0].thought is None and agent.trace[0].runs == []   # a cut-off reply is not parsed

@@ -7,6 +7,7 @@ import pytest
 
 from course_lib import default_tools
 from course_lib.agent import Agent
+from course_lib.memory import ChatAgent
 from course_lib.describe import build_system_prompt, tool_schema, tool_spec
 from course_lib.dispatch import dispatch
 from course_lib.models import ModelError, ScriptedModel
@@ -329,8 +330,8 @@ def critic_of(*replies):
     return ScriptedModel(list(replies))
 
 
-def two_answer_agent(*answers):
-    return Agent({}, ScriptedModel([json.dumps({"tool": "finish", "args": {"answer": a}}) for a in answers]))
+def two_answer_agent(*answers):   # a ChatAgent: refine sends the feedback with chat() (stage 10)
+    return ChatAgent({}, ScriptedModel([json.dumps({"tool": "finish", "args": {"answer": a}}) for a in answers]))
 
 
 REJECT = '{"ok": false, "feedback": "more detail"}'
@@ -383,13 +384,18 @@ def test_a_critic_model_that_runs_out_or_refuses_stops_the_loop():
 
 
 def test_an_agent_that_stops_without_an_answer_ends_the_loop():
-    agent = Agent({}, ScriptedModel([json.dumps({"tool": "finish", "args": {"answer": "a1"}}), ModelError("down")]))
+    agent = ChatAgent({}, ScriptedModel([json.dumps({"tool": "finish", "args": {"answer": "a1"}}), ModelError("down")]))
     critic = critic_of(REJECT, '{"ok": true}')
     result = refine(agent, "goal", critic, rounds=3)
     assert (result.stop_reason, result.rounds, result.answer, result.answers) == ("agent_stopped", 2, "a1", ["a1"])
     assert len(critic.calls) == 1
-    first = refine(Agent({}, ScriptedModel([])), "goal", critic_of('{"ok": true}'))
+    first = refine(ChatAgent({}, ScriptedModel([])), "goal", critic_of('{"ok": true}'))
     assert first.stop_reason == "agent_stopped" and first.answers == [] and "script ran out" in first.answer
+
+
+def test_a_plain_agent_is_refused_with_what_to_use_instead():
+    with pytest.raises(TypeError, match=r"refine sends the critic's feedback with chat\(\): give it a ChatAgent"):
+        refine(Agent({}, ScriptedModel([])), "goal", critic_of('{"ok": true}'))
 
 
 def test_a_bare_model_is_wrapped_in_an_agent_with_the_given_tools():
