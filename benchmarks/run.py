@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 from course_lib import default_tools  # noqa: E402
 from course_lib.agent import Agent  # noqa: E402
 from course_lib.models import ScriptedModel  # noqa: E402
-from course_lib.models.scripted import SCENARIOS  # noqa: E402
+from course_lib.courseware.scenarios import SCENARIOS  # noqa: E402
 from course_lib.parsing import parse_reply  # noqa: E402
 from parse_bench import best_of  # noqa: E402  (benchmarks/parse_bench.py)
 

@@ -1,18 +1,14 @@
 """Stage 09 — control: every run has limits, and a run that gives up hands over to a person.
 
-Adds: ``handoff(agent)``, a note for the person who takes over when the loop gave up (``GIVE_UPS``: the step
-cap, repeated calls, unusable replies, a budget): the goal, why it stopped, each call tried and what to decide;
-``agent.save(path, handoff=handoff(agent))`` keeps it in the transcript. ``Budget`` (tokens and cost) is a
-limit for the stage-06 loop, ``Agent(..., limits=[Budget(...)])``, checked before each model call, which stops
-the run with ``stop_reason="budget"``; ``estimate_tokens`` is the rule of thumb it counts with (stage 10 counts
-with it too). ``with_time_limit`` turns a tool that never returns into an error observation.
+Adds: ``handoff(agent)``, the note for whoever takes over when the loop gave up (``GIVE_UPS``); ``Budget``, a
+limit (``Agent(..., limits=[Budget(...)])``) that stops the run with ``stop_reason="budget"`` before a model call
+would go over, counting with ``estimate_tokens``; ``with_time_limit``: a tool that never returns becomes an error.
 
-Leaves out: a real tokenizer (each provider has its own: the estimate is a rule of thumb, and the API's reported
-usage wins when there is one), real prices (the examples are labelled as examples), and stopping a tool's own
-code from doing harm (a sandbox).
+Leaves out: a real tokenizer (reported usage wins), real prices (the examples say so), and a sandbox for tool code.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -28,10 +24,7 @@ from .models.catalog import EXAMPLE_PRICES   # example prices, not any provider'
 from .tools import ToolError
 
 GIVE_UPS = ("max_steps", "repeated_call", "format_errors", "budget")   # the loop gave up: hand over to a person
-
-
-def _squeeze(text: str) -> str:
-    return " ".join(text.split())
+_in_a_limited_child = False   # True in a with_time_limit child: a nested limit's child joins its process group
 
 
 def _positive(value) -> bool:   # a real, finite number above zero (True, "5" and NaN are not)
@@ -49,7 +42,7 @@ ADVICE = {"max_steps": "It used every step without an answer: allow more steps, 
 
 
 def _short(text: str, limit: int) -> str:
-    text = _squeeze(text)
+    text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
@@ -73,7 +66,8 @@ def handoff(agent) -> Handoff | None:
     """When the loop gave up (``GIVE_UPS``): the note for the run (or the turn) that just stopped; else None."""
     if agent.stop_reason not in GIVE_UPS:
         return None
-    return handoff_note(getattr(agent, "request", agent.goal), agent.stop_reason, agent.answer, agent.trace[len(agent.trace) - agent.steps:])
+    this_run = agent.trace[len(agent.trace) - agent.steps:]   # a chat's trace holds every turn
+    return handoff_note(getattr(agent, "request", agent.goal), agent.stop_reason, agent.answer, this_run)
 
 
 def handoff_note(goal: str | None, reason: str, why: str, steps) -> Handoff:
@@ -95,7 +89,7 @@ def handoff_note(goal: str | None, reason: str, why: str, steps) -> Handoff:
 CHARS_PER_TOKEN = 4    # English and code: about four characters per token
 MESSAGE_OVERHEAD = 4   # each message's role and separators
 TOOL_OVERHEAD = 10     # the structure around each tool call and each tool result
-# Hangul (syllables and jamo), kana and Chinese characters: about one token per character.
+_ROLES = ("system", "user", "assistant", "tool")
 _WIDE = re.compile("[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 
@@ -106,12 +100,7 @@ def text_tokens(text: str) -> int:
 
 
 def estimate_tokens(history: list[dict]) -> int:
-    """About how many input tokens ``history`` costs: an estimate, not a count. Each provider has its own
-    tokenizer, which differs between models and is not available offline, so this uses rules of thumb:
-    4 characters per token for English and code, 1 per Hangul, kana or Chinese character (older tokenizers
-    need more, newer ones fewer), 4 per message for its role and separators, 10 more per tool call and per
-    tool result for their structure. Tool definitions and images are left out. Use it to compare and to
-    budget; the provider's ``usage`` is the bill."""
+    """Estimated input tokens of ``history`` (not tool definitions or images); the reported ``usage`` is the bill."""
     return sum(_message_tokens(m) for m in check_history(history))
 
 
@@ -123,13 +112,9 @@ def tokens_per_call(history: list[dict]) -> list[int]:
 def _message_tokens(m: dict) -> int:
     calls = m.get("tool_calls") or []
     sent = [m.get("content"), m.get("thinking"), m.get("tool_call_id")]
-    sent += [f"{c.get('id')} {c.get('name')} {_json(c.get('args'))}"
-             for c in calls]
+    sent += [f"{c.get('id')} {c.get('name')} {_json(c.get('args'))}" for c in calls]
     tools = len(calls) + (m["role"] == "tool")
     return MESSAGE_OVERHEAD + TOOL_OVERHEAD * tools + text_tokens(" ".join(str(t) for t in sent if t))
-
-
-_ROLES = ("system", "user", "assistant", "tool")
 
 
 def check_history(history) -> list[dict]:
@@ -146,12 +131,9 @@ def check_history(history) -> list[dict]:
 
 
 class Budget:
-    """A token and cost budget for a run (for a chat: the whole conversation): a limit, ``Agent(..., limits=[budget])``,
-    which the loop calls before every model call; it stops the run with ``stop_reason="budget"`` if the call could
-    go over it.
-    Spent so far: for each model call, the usage its reply reported, else an estimate of what it sent (``check``
-    writes that down before the call: a history trimmed since no longer shows it) and of its reply. The next
-    call: what it sends, estimated, plus ``reply_tokens`` back."""
+    """A token and cost budget for a run (a chat: the whole conversation), checked before every model call.
+    Spent: each call's reported usage, else an estimate of what it sent (noted by ``check``, as a trimmed history
+    no longer shows it) and of its reply. The next call: what it sends, estimated, plus ``reply_tokens`` back."""
 
     def __init__(self, max_tokens: int | None = None, max_cost: float | None = None, *,
                  prices: dict | None = None, reply_tokens: int = 256):
@@ -182,11 +164,6 @@ class Budget:
             tokens_out += usage.get("output_tokens") or 0
         return {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost": self.cost(tokens_in, tokens_out)}
 
-    stop_reason = "budget"
-
-    def __call__(self, agent) -> str | None:   # the Agent's limits are functions of the agent
-        return self.check(agent)
-
     def check(self, agent) -> str | None:
         """None if the next model call fits the budget; else the sentence the run stops with."""
         spent, sending = self.spent(agent), estimate_tokens(agent.history)
@@ -202,21 +179,17 @@ class Budget:
         self.sent[len(agent.trace):] = [sending]   # this call's entry (a new run, with no steps yet, starts afresh)
         return None
 
+    stop_reason = "budget"
+    __call__ = check   # the Agent's limits are functions of the agent: budget(agent) is budget.check(agent)
+
 
 # ---------------------------------------------------------------- a tool that never returns
 def with_time_limit(tool, seconds: float):
-    """``tool``, run in a child process that is killed if it has not returned after ``seconds`` (at most a day):
-    the hang becomes a ``ToolError`` (an error observation) and the loop goes on. Processes the tool started (a
-    shell command, say) are in the child's process group and end with it, whether the call returned or not.
-
-    Why a process? Python cannot stop a thread: a thread stuck in a tool runs on, and a timeout on a future only
-    stops the *waiting*. ``signal.alarm`` works only in the main thread and only on Unix, and its handler runs
-    between bytecodes, so a long call inside C code (a huge calculation, some library calls) finishes first.
-    The operating system can always kill a process. The price: the call runs in a copy of the program, so
-    arguments, result and exceptions travel by pickle, and changes it makes to Python objects (a list it
-    appends to) are lost; files it writes stay. With fork (Linux, macOS) any function works, even one defined
-    in a notebook; with spawn (Windows) the tool must be importable from a module. The wrapper keeps the tool's
-    name, signature and docstring, so it is described and dispatched as before."""
+    """``tool`` in a child process, killed with the processes it started if it has not returned after ``seconds``
+    (at most a day): the hang becomes a ``ToolError`` and the loop goes on; name, signature and docstring stay.
+    A process because Python cannot stop a thread, and ``signal.alarm`` works only in the main thread on Unix,
+    between bytecodes (a long call in C finishes first). The price: arguments, result and exceptions travel by
+    pickle, changes to Python objects are lost (files stay), and with spawn (Windows) the tool must be importable."""
     if not callable(tool):
         raise TypeError(f"with_time_limit needs a function, not {type(tool).__name__}")
     if not _positive(seconds) or seconds > 86_400:   # the operating system cannot wait much longer in one go
@@ -227,8 +200,7 @@ def with_time_limit(tool, seconds: float):
     def limited(*args, **kwargs):
         import multiprocessing
         import warnings
-        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods()
-                                              else "spawn")
+        context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
         reader, writer = context.Pipe(duplex=False)
         # Not a daemon, so that the tool may start processes of its own (multiprocessing, a nested time limit).
         child = context.Process(target=_call_in_child, args=(tool, args, kwargs, writer))
@@ -246,10 +218,8 @@ def with_time_limit(tool, seconds: float):
                 child.join(1)
                 kind, value = "raised", ToolError(f"its process ended without an answer (exit code {child.exitcode})")
         finally:   # always end it, with every process it started (its group), and reap it
-            try:
+            with contextlib.suppress(AttributeError, OSError):   # no process groups (Windows), or none of it left
                 os.killpg(child.pid, signal.SIGKILL)
-            except (AttributeError, OSError):   # no process groups (Windows), or none of it left
-                pass
             if child.is_alive():   # ended before it made its group, or where there are no groups
                 child.kill()
             child.join()
@@ -258,9 +228,6 @@ def with_time_limit(tool, seconds: float):
             raise value
         return value
     return limited
-
-
-_in_a_limited_child = False   # True in a time-limited child: a nested limit's child joins its process group
 
 
 def _call_in_child(tool, args, kwargs, writer) -> None:

@@ -1,17 +1,10 @@
 """Stage 05 — the dispatcher: check the model's call, run the tool, and turn every failure into an observation.
 
-Adds: ``dispatch(tools, name, args) -> Observation``. Before a tool runs, the call is checked against the
-function's signature: the tool exists, ``args`` is an object, no unexpected or missing arguments, and each
-value has the annotated type (``bool`` is not an ``int``; an ``int`` is a fine ``float``). A failed check or
-an exception inside the tool becomes ``Observation(is_error=True)`` whose text names the culprit and says
-what to do, so the model can correct itself. Results that are not text become JSON (Korean kept as is),
-and very long results are cut with a note. Signatures and type hints are worked out once per tool and
-cached, because the loop calls this every step.
+Adds: ``dispatch(tools, name, args) -> Observation``. The call is checked against the signature first (the tool
+exists, ``args`` is an object, no unexpected or missing arguments, each value of its annotated type: a ``bool`` is not
+an ``int``); a failed check or a tool's exception becomes an error observation naming the culprit and what to do.
 
-Leaves out: timeouts for slow tools and asking a person before a risky call (later stages).
-``KeyboardInterrupt`` is not caught: a person can always stop the run. Every other exception, even a
-``SystemExit`` or a cancelled task, becomes an observation, and error text names the workspace as ``.`` and
-the home folder as ``~`` rather than by its absolute path.
+Leaves out: timeouts and approval (later stages). Only ``KeyboardInterrupt`` escapes: a person can always stop the run.
 """
 from __future__ import annotations
 
@@ -65,13 +58,7 @@ def _read_spec(func: Callable) -> _Spec:
                  takes_any=any(p.kind is p.VAR_KEYWORD for p in params.values()))
 
 
-_cached_spec = lru_cache(maxsize=512)(_read_spec)
-
-
-def _spec(func: Callable) -> _Spec:
-    """The signature facts, cached per tool; a callable that cannot be hashed (a dataclass instance with
-    ``__call__``, a natural stateful tool) is read every time instead."""
-    return _cached_spec(func) if type(func).__hash__ is not None else _read_spec(func)
+_cached_spec = lru_cache(maxsize=512)(_read_spec)   # each tool read once, unless it cannot be hashed
 
 
 def _matches(value, hint) -> bool:
@@ -92,10 +79,6 @@ def _matches(value, hint) -> bool:
     if origin is dict:
         return type(value) is dict
     return isinstance(value, hint) if isinstance(hint, type) else True
-
-
-def _type_name(hint) -> str:
-    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
 
 
 def _json_name(value) -> str:
@@ -123,8 +106,7 @@ def _said(e: BaseException) -> str:   # an exception as text, with its type: "Va
 
 
 def _relative(text: str) -> str:
-    """The workspace's absolute path (with the learner's home folder and user name) never reaches the model,
-    the provider or the transcript: an error message names paths relative to the workspace."""
+    """Error text names paths relative to the workspace: its absolute path (home folder, user name) stays here."""
     try:
         root = os.getcwd()
     except OSError:   # the working folder was deleted
@@ -137,36 +119,30 @@ def _relative(text: str) -> str:
 
 def _check_call(tools: Mapping[str, Callable], name, args) -> Observation | None:
     if not isinstance(name, str) or name not in tools:
-        available = ", ".join(tools) or "(none)"
-        return _error(f"unknown tool '{str(name)[:80]}'. Available tools: {available}.")
+        return _error(f"unknown tool '{str(name)[:80]}'. Available tools: {', '.join(tools) or '(none)'}.")
     if not isinstance(args, dict):
         return _error(f"the arguments for {name} must be a JSON object, not {_json_name(args)}.")
-    spec = _spec(tools[name])
+    spec = (_cached_spec if type(tools[name]).__hash__ is not None else _read_spec)(tools[name])
     if not (args.keys() <= spec.names or spec.takes_any):   # set operations: cheap on every step
-        unexpected = [a for a in args if a not in spec.names]
-        return _error(f"{name} got unexpected argument(s) {', '.join(map(repr, unexpected))}. "
+        return _error(f"{name} got unexpected argument(s) {', '.join(repr(a) for a in args if a not in spec.names)}. "
                       f"It takes: {', '.join(spec.params) or 'no arguments'}.")
     if not spec.required <= args.keys():
         missing = [p for p in spec.params if p in spec.required and p not in args]
         return _error(f"{name} is missing required argument(s) {', '.join(map(repr, missing))}.")
     for arg, value in args.items():
-        hint = spec.hints.get(arg)
-        if hint is not None and not _matches(value, hint):
-            return _error(f"argument '{arg}' of {name} must be {_type_name(hint)}, "
+        if (hint := spec.hints.get(arg)) is not None and not _matches(value, hint):
+            wanted = hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+            return _error(f"argument '{arg}' of {name} must be {wanted}, "
                           f"got {_json_name(value)} {_to_json(value):.60}.")
     return None
 
 
 def _as_text(result) -> str:
-    if isinstance(result, str):
-        text = result
-    elif result is None:
-        text = "(the tool returned nothing)"
-    else:
-        text = _to_json(result)
+    if result is None:
+        return "(the tool returned nothing)"
+    text = result if isinstance(result, str) else _to_json(result)
     if len(text) > MAX_RESULT_CHARS:
-        text = (text[:MAX_RESULT_CHARS]
-                + f"\n[... cut: {len(text) - MAX_RESULT_CHARS} more characters not shown]")
+        text = text[:MAX_RESULT_CHARS] + f"\n[... cut: {len(text) - MAX_RESULT_CHARS} more characters not shown]"
     return text
 
 
@@ -193,8 +169,7 @@ def dispatch(tools: Mapping[str, Callable], name: str, args: dict) -> Observatio
     except KeyboardInterrupt:
         raise
     except BaseException as e:   # e.g. a circular structure that JSON cannot hold
-        return _error(f"{name} returned a {type(result).__name__} that cannot be turned into text "
-                      f"({_said(e)}).", e)
+        return _error(f"{name} returned a {type(result).__name__} that cannot be turned into text ({_said(e)}).", e)
 
 
 def call_key(calls: list) -> object:

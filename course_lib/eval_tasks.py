@@ -1,15 +1,9 @@
 """Stage 12 — the task suite as data: what each task asks, how its answer is checked, and what a run may do.
 
-Adds: ``load_tasks()`` reads ``data/eval_tasks.json`` (or any file of the same shape). Each task has an ``id``,
-a ``goal``, an answer ``check`` (``exact``, ``number`` within a ``tolerance``, ``contains``, ``regex``), optional
-``required_tools`` and ``forbidden_tools``, ``max_steps``, an optional ``max_cost`` (dollars at the example
-prices) and the ``reference`` calls the lesson's scripted stand-ins replay. ``check_task`` says what is wrong
-with a task before anything runs: a misspelt key, an unknown tool or a value of the wrong kind is a ValueError
-with one sentence naming the task, so a suite written by hand fails at once, not halfway through a run.
-``describe_check`` puts a check in words, for a grade's ``why`` and for a judge.
+Adds: ``load_tasks`` (``data/eval_tasks.json``, or a file of the same shape); ``check_task``, so a hand-written
+task with a misspelt key or an unknown tool fails at once, in one sentence; ``describe_check``, a check in words.
 
-Leaves out: grading and running the tasks (``evaluation.py``, the rest of stage 12), a schema language (the
-checks are plain code, one sentence each), and tasks that need files or state prepared before they run.
+Leaves out: grading and running the tasks (``evaluation.py``), a schema language, tasks needing prepared files.
 """
 from __future__ import annotations
 
@@ -25,8 +19,7 @@ TASK_KEYS = ("id", "goal", "check", "required_tools", "forbidden_tools", "max_st
 
 
 def load_tasks(path=None, tools=None) -> list[dict]:
-    """The tasks in ``path`` (default: the course's suite), each checked with ``check_task``: a file that is not
-    JSON, not a list, or holds a broken task is a ValueError (a missing file, FileNotFoundError)."""
+    """The tasks in ``path`` (default: the course's suite), each checked: a bad file or task is a ValueError."""
     tasks = json.loads(Path(path or TASKS_FILE).read_text(encoding="utf-8"))
     if not isinstance(tasks, list):
         raise ValueError(f"a task file holds a JSON list of tasks, not a {type(tasks).__name__}")
@@ -38,8 +31,7 @@ def load_tasks(path=None, tools=None) -> list[dict]:
 
 
 def check_task(task, tools=None) -> None:
-    """Raise ValueError naming the task and what is wrong with it, whatever is wrong (a misspelt key, a tool
-    not in ``tools``, by default the course's, a value of the wrong kind); return None if it can be run."""
+    """Raise ValueError naming the task and what is wrong with it (``tools``: by default the course's)."""
     name = task.get("id") if isinstance(task, dict) else None
     known = sorted(default_tools() if tools is None else tools)
     problem = _task_problem(task, known) if isinstance(name, str) and name else "a task needs an 'id' (text)"
@@ -50,10 +42,6 @@ def check_task(task, tools=None) -> None:
 def _keys(mapping: dict, allowed) -> str | None:
     unknown = [repr(key) for key in mapping if key not in allowed]
     return f"unknown key(s) {', '.join(unknown)}; it may have {', '.join(allowed)}" if unknown else None
-
-
-def _not_a_tool(tool: str, known: list) -> str:
-    return f"{tool!r} is not one of the tools ({', '.join(known)})"
 
 
 def _task_problem(task: dict, known: list) -> str | None:   # the first problem found, as a sentence
@@ -85,7 +73,7 @@ def _task_problem(task: dict, known: list) -> str | None:   # the first problem 
         if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
             return f"'{key}' must be a list of tool names, such as [\"lookup\"]"
         if unknown := next((t for t in tools if t not in known), None):
-            return _not_a_tool(unknown, known)
+            return f"{unknown!r} is not one of the tools ({', '.join(known)})"
     if set(required) & set(forbidden):
         return "no tool can be in both 'required_tools' and 'forbidden_tools'"
     return _reference_problem(task["reference"], known) if "reference" in task else None
@@ -99,7 +87,7 @@ def _reference_problem(reference, known: list) -> str | None:
         if not (isinstance(call, list) and len(call) == 2 and isinstance(call[0], str) and isinstance(call[1], dict)):
             return f"reference call {n} must be a [tool, {{args}}] pair, not {json.dumps(call, ensure_ascii=False)}"
         if call[0] not in known:
-            return f"reference call {n}: {_not_a_tool(call[0], known)}"
+            return f"reference call {n}: {call[0]!r} is not one of the tools ({', '.join(known)})"
     try:
         reference["answer"].format(result=0)
     except (LookupError, ValueError, TypeError, AttributeError) as e:   # {x}, {0}, {result[0]}, {result.x}
@@ -113,8 +101,6 @@ def _is_number(value) -> bool:
 
 def describe_check(check: dict) -> str:
     """The check in words, for a grade's ``why`` and for a judge."""
-    kind = check["type"]
-    return {"exact": lambda: f"exactly {check['value']!r}",
-            "number": lambda: f"the number {check['value']:g} (± {check.get('tolerance', 0):g})",
-            "contains": lambda: f"text containing {check['value']!r}",
-            "regex": lambda: f"text matching the pattern {check['pattern']!r}"}[kind]()
+    words = {"exact": "exactly {value!r}", "number": "the number {value:g} (± {tolerance:g})",
+             "contains": "text containing {value!r}", "regex": "text matching the pattern {pattern!r}"}
+    return words[check["type"]].format_map({"tolerance": 0, **check})

@@ -1,21 +1,13 @@
 """Stage 12 — evaluation: grade answers and the paths to them, run a suite, measure pass rates, steps and cost.
 
-Adds: ``grade_answer(task, answer)`` (the task's ``check``), ``grade_trajectory(task, agent)`` (tools used, finished
-within the steps, cost) and ``judge_answer(task, answer, judge)``, a model as judge replying with stage 11's JSON
-verdict. ``run_suite`` runs every task (× ``repeat``) with its own Agent, ``jobs`` at a time, in task order; a
-simulated ``latency_ms`` per model call shows what concurrency buys, rate limits are retried with backoff
-(``with_retries``), a model that raises is a failed run, never a crash, and Ctrl-C raises ``Interrupted`` with the
-runs ``on_result`` got (runs under way stop at their next model call). ``summarise`` gives pass rate, pass^k, steps,
-tokens and cost; ``compare`` names regressions (a task missing from the new run among them) and fixes;
-``load_results`` reads the runs ``course eval --out`` saved.
+Adds: graders (``grade_answer``, ``grade_trajectory``, ``judge_answer``: a model as judge); ``run_suite``, ``jobs``
+runs at a time, rate limits retried and Ctrl-C an ``Interrupted``; ``summarise`` and ``compare``.
 
-Leaves out: statistics (confidence intervals, how many repeats are enough), graders that run code or read files the
-agent wrote, a human-labelled set to check the judge against, and exact costs (tokens not reported are estimated).
-The suite as data: ``eval_tasks.py``; the lesson's judges and stand-ins: ``courseware/eval_lab.py``.
+Leaves out: statistics (confidence intervals, how many repeats are enough), graders that run code or read files,
+a human-labelled set to check the judge against, and exact costs (tokens not reported are estimated).
 """
 from __future__ import annotations
 
-import json
 import re
 import threading
 import time
@@ -23,7 +15,6 @@ import unicodedata
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict
-from pathlib import Path
 
 from . import default_tools
 from .agent import Agent
@@ -35,7 +26,6 @@ from .planning import ask_critic
 _NUMBER = re.compile(r"(?<![\d.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")   # 255,000 and 3.5; "3일" is 3
 
 
-# ---------------------------------------------------------------- graders
 def _norm(text) -> str:   # NFC: Hangul typed on one system and decomposed on another compares equal
     return unicodedata.normalize("NFC", "" if text is None else str(text)).strip()
 
@@ -47,24 +37,19 @@ def first_number(text) -> float | None:
 
 
 def grade_answer(task: dict, answer) -> dict:
-    """``{"passed": bool, "why": str}`` for ``answer`` under ``task["check"]``: ``exact`` (after trimming
-    spaces), ``number`` (the answer's first number within ``tolerance``), ``contains`` (every text, ignoring
-    case) or ``regex`` (``re.search``: anchor it with ^ and $ to match the whole answer)."""
+    """``{"passed": bool, "why": str}`` under ``task["check"]``; a regex is searched for: anchor it with ^ and $."""
     check, text, kind = task["check"], _norm(answer), task["check"]["type"]
-    if kind == "exact":
-        ok = text == _norm(check["value"])
-    elif kind == "number":
+    if kind == "number":
         got, want, tol = first_number(text), check["value"], check.get("tolerance", 0)
         if got is None:
             return {"passed": False, "why": f"no number in the answer; expected {describe_check(check)}"}
         ok = abs(got - want) <= tol + 1e-9 * max(1.0, abs(want))   # 3.6 - 3.5 is 0.10000000000000009
         return {"passed": ok, "why": f"found {got:g}; expected {describe_check(check)}"}
-    elif kind == "contains":
+    if kind == "contains":
         values = check["value"] if isinstance(check["value"], list) else [check["value"]]
         missing = [v for v in values if _norm(v).casefold() not in text.casefold()]
         return {"passed": not missing, "why": f"missing {missing}" if missing else "contains every expected text"}
-    else:
-        ok = re.search(check["pattern"], text) is not None
+    ok = text == _norm(check["value"]) if kind == "exact" else re.search(check["pattern"], text) is not None
     return {"passed": ok, "why": ("" if ok else "not ") + describe_check(check)}
 
 
@@ -74,8 +59,7 @@ def cost_of(agent) -> dict:
 
 
 def grade_trajectory(task: dict, agent) -> dict:
-    """``{"passed": bool, "why": str}``: every required tool used, no forbidden one, the run finished within
-    ``max_steps``, and cost no more than ``max_cost``."""
+    """``{"passed": bool, "why": str}``: required tools used, no forbidden one, finished within the limits."""
     used, problems = [run.tool for step in agent.trace for run in step.runs], []
     missing = [t for t in task.get("required_tools", []) if t not in used]
     banned = sorted(set(used) & set(task.get("forbidden_tools", [])))
@@ -92,23 +76,17 @@ def grade_trajectory(task: dict, agent) -> dict:
 
 
 def judge_answer(task: dict, answer, judge) -> dict:
-    """A model as judge: ``judge`` (a model, or ``f(messages) -> str``) sees the goal, what was expected and the
-    answer, and replies with stage 11's JSON verdict as text; none readable: ``readable`` False, not passed."""
-    verdict = ask_critic(judge if hasattr(judge, "complete") else _text_only(judge),
+    """``judge`` (a model, or ``f(messages) -> str``) gives stage 11's verdict on the answer; unreadable: not passed."""
+    def reply_in_text(messages):   # a dict would be read as a Reply's fields: say what a judge function should return
+        if isinstance(reply := judge(messages), str):
+            return reply
+        raise TypeError(f"a judge replies with text, such as json.dumps({{'ok': True}}), not a {type(reply).__name__}")
+    verdict = ask_critic(judge if hasattr(judge, "complete") else reply_in_text,
                          f"{task['goal']}\n\nExpected: {describe_check(task['check'])}", _norm(answer))
     why = (verdict.note or "").replace("the critic", "the judge") or verdict.feedback or "the judge accepted it"
     return {"passed": verdict.ok, "why": why, "readable": verdict.note is None}
 
 
-def _text_only(judge):   # a dict would be read as a Reply's fields: say what a judge function should return
-    def reply_in_text(messages):
-        if isinstance(reply := judge(messages), str):
-            return reply
-        raise TypeError(f"a judge replies with text, such as json.dumps({{'ok': True}}), not a {type(reply).__name__}")
-    return reply_in_text
-
-
-# ---------------------------------------------------------------- running the suite
 class RateLimitError(ModelError):
     """The provider asked us to slow down (HTTP 429): worth a retry after a pause, unlike other failures."""
 
@@ -121,10 +99,8 @@ def is_rate_limit(error: BaseException) -> bool:
 
 
 class with_retries:
-    """``model`` with a simulated ``latency_ms`` before each call, rate limits retried ``retries`` times after
-    ``backoff``, 2 × ``backoff``, 4 × ... seconds, and any other exception turned into a ModelError (the agent
-    then stops cleanly). Once ``stop`` (a threading.Event) is set, no further call is made. ``retried`` counts."""
-
+    """``model`` with a simulated ``latency_ms`` per call, rate limits retried after ``backoff``, 2 × ``backoff``, ...
+    seconds, and any other exception a ModelError (the agent stops cleanly). ``retried`` counts the retries."""
     def __init__(self, model, *, retries: int = 3, backoff: float = 0.5, latency_ms: float = 0, sleep=time.sleep,
                  stop=None):
         self.model, self.retries, self.backoff, self.latency_ms, self.sleep = model, retries, backoff, latency_ms, sleep
@@ -181,10 +157,8 @@ class Interrupted(KeyboardInterrupt):
 
 def run_suite(tasks, make_model, *, jobs: int = 1, repeat: int = 1, latency_ms: float = 0, on_result=None,
               retries: int = 3, backoff: float = 0.5, tools=None) -> list[dict]:
-    """Run every task ``repeat`` times, ``jobs`` at a time (threads: the time goes in waiting for the model);
-    results in task order (then repeat), whatever order they finish in. ``on_result(result)`` is called as each
-    run finishes, in the calling thread. A KeyboardInterrupt becomes ``Interrupted``: runs not started are
-    cancelled, runs under way end at their next model call, and its ``results`` are the runs ``on_result`` got."""
+    """Run every task ``repeat`` times, ``jobs`` at a time (threads: the time goes in waiting for the model), in
+    task order; ``on_result`` sees each run as it ends. On Ctrl-C, runs under way end at their next model call."""
     if type(jobs) is not int or jobs < 1 or type(repeat) is not int or repeat < 1:
         raise ValueError(f"jobs and repeat must be positive whole numbers, not {jobs!r} and {repeat!r}")
     runs, stop = [(task, r) for task in tasks for r in range(repeat)], threading.Event()
@@ -207,7 +181,7 @@ def run_suite(tasks, make_model, *, jobs: int = 1, repeat: int = 1, latency_ms: 
     return [f.result() for f in futures]
 
 
-def _by_task(results: list[dict]) -> dict[str, list[bool]]:
+def passes_by_task(results: list[dict]) -> dict[str, list[bool]]:
     """Each task's passed values, in the order tasks first appear; ValueError unless these are run records."""
     if not isinstance(results, list):
         raise ValueError(f"results must be a list of run records, not a {type(results).__name__}")
@@ -221,30 +195,20 @@ def _by_task(results: list[dict]) -> dict[str, list[bool]]:
 
 def summarise(results: list[dict]) -> dict:
     """Pass rate over runs; pass^k: the share of tasks whose k repeats all passed; steps, tokens and cost."""
-    by_task = _by_task(results)
-    runs, tokens_in, tokens_out = len(results), sum(r["input_tokens"] for r in results), sum(
-        r["output_tokens"] for r in results)
+    by_task, runs = passes_by_task(results), len(results)
+    total = {key: sum(r[key] for r in results) for key in ("input_tokens", "output_tokens", "passed", "steps", "cost")}
     return {"runs": runs, "tasks": len(by_task), "k": max(map(len, by_task.values()), default=0),
-            "passed": sum(r["passed"] for r in results),
-            "pass_rate": sum(r["passed"] for r in results) / runs if runs else 0.0,
+            "passed": total["passed"], "pass_rate": total["passed"] / runs if runs else 0.0,
             "pass^k": sum(all(p) for p in by_task.values()) / len(by_task) if by_task else 0.0,
-            "mean_steps": sum(r["steps"] for r in results) / runs if runs else 0.0,
-            "input_tokens": tokens_in, "output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out,
-            "cost": sum(r["cost"] for r in results), "stop_reasons": dict(Counter(r["stop_reason"] for r in results))}
+            "mean_steps": total["steps"] / runs if runs else 0.0, "input_tokens": total["input_tokens"],
+            "output_tokens": total["output_tokens"], "total_tokens": total["input_tokens"] + total["output_tokens"],
+            "cost": total["cost"], "stop_reasons": dict(Counter(r["stop_reason"] for r in results))}
 
 
 def compare(old: list[dict], new: list[dict]) -> list[dict]:
     """Tasks of ``old`` whose share of passing runs changed, in old's order: ``regression`` (lower now, or missing
     from ``new``, ``after`` None: a run that lost tasks, say to Ctrl-C, must not look better) or ``fix`` (higher)."""
-    before, after = ({task: sum(p) / len(p) for task, p in _by_task(results).items()} for results in (old, new))
+    before, after = ({task: sum(p) / len(p) for task, p in passes_by_task(results).items()} for results in (old, new))
     return [{"task": task, "change": "fix" if task in after and after[task] > share else "regression", "before": share,
              "after": after.get(task)} for task, share in before.items() if after.get(task) != share]
 
-
-def load_results(path) -> list[dict]:
-    """The run records a ``course eval --out`` file saved; ValueError if it holds none, or not run records."""
-    saved = json.loads(Path(path).read_text(encoding="utf-8"))
-    if not isinstance(saved, dict) or "results" not in saved:
-        raise ValueError('it holds no "results": compare files saved with --out (a --json summary has no runs)')
-    _by_task(saved["results"])
-    return saved["results"]

@@ -1,20 +1,9 @@
 """Stage 13 — MCP: your tool registry as an MCP server, and an MCP server's tools as plain functions.
 
-MCP is the registry (stage 02), the descriptions (03) and the dispatcher (05) over JSON-RPC, one message
-per line on stdio: ``tools/list`` gives each tool's name, description and input schema, ``tools/call`` runs one.
+Adds: ``tool_to_mcp``, ``from_mcp_result``, ``schema_problems`` (MCP is stages 02, 03 and 05 over JSON-RPC);
+``build_server``, the SDK's ``Server`` over a registry; ``as_function``, a listed MCP tool as a function.
 
-Adds: ``tool_to_mcp`` (a registry entry as an MCP tool, from ``tool_spec``), ``from_mcp_result`` (a call's
-result as ``(text, is_error)``) and ``schema_problems`` (what in a call does not fit an input schema);
-``build_server(tools)``, the official SDK's low-level ``Server`` over a registry: every call through
-``dispatch``, a tool's failure an ``isError`` result with the observation's text, an unknown tool JSON-RPC error
--32602 (as the spec says); ``as_function(tool, call)``, a listed MCP tool as a Python function with a signature
-and ``Args:`` docstring from its input schema (so stages 03 and 05 describe and check it), checking its
-arguments against that schema: a tool error or a misfit raises ``ToolError``, which ``dispatch`` turns into an
-error observation. ``connect_mcp`` (``mcp_client.py``) starts a server and hands its tools to the unchanged
-``Agent``; ``course mcp serve`` runs ``build_server`` over stdio (``courseware/mcp_serve.py``).
-
-Leaves out: resources, prompts, sampling, elicitation; the HTTP transport and its authorisation; change
-notifications (the tool list is read once); structured output beyond its text; progress.
+Leaves out: resources, prompts, sampling, elicitation, the HTTP transport, list-change notifications, progress.
 """
 from __future__ import annotations
 
@@ -33,7 +22,6 @@ _TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "obje
           "null": type(None)}
 
 
-# ---- the pieces, as plain data: what an MCP message holds
 def tool_to_mcp(name: str, func: Callable) -> dict:
     """A registry entry as MCP lists it: ``{"name", "description", "inputSchema"}``, from stage 03. The name
     must be what the spec asks of tool names: 1 to 128 letters, digits, ``_``, ``-`` or ``.``."""
@@ -68,8 +56,7 @@ def _fits(value, kind: str) -> bool:
 
 
 def schema_problems(schema: Mapping, value, where: str = "arguments") -> list[str]:
-    """What in ``value`` does not fit ``schema`` (type, enum, required, properties, additionalProperties: false
-    or a schema, items, minimum, maximum), one sentence each; an empty list when it fits."""
+    """What in ``value`` does not fit ``schema`` (type, enum, required, properties, items, ...), one sentence each."""
     kinds = schema.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if kinds and not any(_fits(value, k) for k in kinds):
@@ -99,7 +86,6 @@ def schema_problems(schema: Mapping, value, where: str = "arguments") -> list[st
     return problems
 
 
-# ---- the server: `course mcp serve` runs it over stdio (courseware/mcp_serve.py)
 def build_server(tools: Mapping[str, Callable] | None = None, name: str = "course-lib"):
     """The official SDK's low-level ``Server`` answering ``tools/list`` and ``tools/call`` from a registry."""
     import anyio
@@ -107,9 +93,8 @@ def build_server(tools: Mapping[str, Callable] | None = None, name: str = "cours
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    if tools is None:
-        from . import default_tools
-        tools = default_tools()
+    from . import __version__, default_tools
+    tools = default_tools() if tools is None else tools
     listed = [types.Tool.model_validate(tool_to_mcp(n, f)) for n, f in tools.items()]   # stage 03, refused loudly
 
     async def list_tools(ctx, params):
@@ -121,32 +106,25 @@ def build_server(tools: Mapping[str, Callable] | None = None, name: str = "cours
         seen = await anyio.to_thread.run_sync(dispatch, tools, params.name, params.arguments or {})   # stage 05
         return types.CallToolResult(content=[types.TextContent(text=seen.content)], is_error=seen.is_error)
 
-    from . import __version__
     return Server(name, version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-# ---- a listed MCP tool as a function for the Agent (mcp_client.py connects to the server)
 def _hint(schema: Mapping):
     """A Python annotation for a JSON Schema, for stages 03 and 05: what it cannot say exactly is ``Any``."""
     if schema.get("enum") and all(type(v) in (str, int, bool) for v in schema["enum"]):
         return typing.Literal[tuple(schema["enum"])]
-    kinds = schema.get("type")
-    hints = []
+    kinds, hints = schema.get("type"), []
     for kind in [kinds] if isinstance(kinds, str) else kinds or []:
         if kind == "array":
             item = _hint(schema.get("items") or {})
             hints.append(typing.Any if item is typing.Any else list[item])
         else:
             hints.append(_TYPES.get(kind, typing.Any))
-    if not hints or typing.Any in hints:
-        return typing.Any
-    return typing.Union[tuple(hints)]   # of one type: that type
+    return typing.Any if not hints or typing.Any in hints else typing.Union[tuple(hints)]   # of one type: that type
 
 
 def as_function(tool: Mapping, call: Callable[[str, dict], Mapping]) -> Callable:
-    """A listed MCP tool as a Python function: keyword-only parameters, annotations and an ``Args:`` docstring
-    from its ``inputSchema``; ``call(name, args)`` sends ``tools/call``. Raises ``ValueError`` for a tool whose
-    parameter names cannot be Python names."""
+    """A listed MCP tool as a function sending ``call(name, args)``, its signature and ``Args:`` from its schema."""
     name, schema = tool["name"], tool.get("inputSchema") or {"type": "object"}
     required, parameters, lines = set(schema.get("required") or []), [], []
     for param, prop in (schema.get("properties") or {}).items():
@@ -158,8 +136,7 @@ def as_function(tool: Mapping, call: Callable[[str, dict], Mapping]) -> Callable
         lines.append(f"    {param}: {_one_line(prop.get('description')) or '(the server did not describe it)'}")
 
     def mcp_tool(**args):
-        problems = schema_problems(schema, args)
-        if problems:
+        if problems := schema_problems(schema, args):
             raise ToolError(f"the arguments do not fit the tool's input schema: {'; '.join(problems)}")
         text, is_error = from_mcp_result(call(name, args))
         if is_error:   # without the "Error: <tool>: " of stage 05 (or the SDK's MCPServer), which dispatch adds back

@@ -1,15 +1,9 @@
 """Stage 13 — an MCP client: start any MCP server and use its tools in the unchanged ``Agent``.
 
-Adds: ``connect_mcp(command)`` starts the server with only a few basic environment variables (not your API
-keys), talks to it through the official SDK's stdio client (``initialize``, then every page of ``tools/list``) and
-yields its tools as an ``MCPTools`` mapping of name → function, each made by stage 13's ``as_function``, with
-``server`` (its name and version) and ``left_out`` (tools that cannot be Python functions, and why). Every request
-times out after ``timeout`` seconds (the hang guard). A tool error, a refused call, a server that died or stayed
-silent raise ``ToolError`` with one sentence saying why (its last words on stderr, a stray line it printed on
-stdout, an answer that breaks the spec), which ``dispatch`` turns into an error observation: the run goes on.
+Adds: ``connect_mcp(command)``: a server started without your API keys, its tools (by the official SDK) as
+functions in an ``MCPTools``; every request times out, and a failure is a ``ToolError`` saying why.
 
-Leaves out: the 2026-07-28 session-less era (the client uses the ``initialize`` handshake), the HTTP transport,
-and deciding which servers to trust: a server is a program you run, with your permissions.
+Leaves out: the session-less 2026-07-28 protocol, the HTTP transport, and deciding which servers to trust.
 """
 from __future__ import annotations
 
@@ -33,20 +27,18 @@ class MCPTools(dict):
 @contextmanager
 def connect_mcp(command: list[str], *, timeout: float = DEFAULT_TIMEOUT, cwd: str | None = None,
                 env: Mapping[str, str] | None = None):
-    """Start the MCP server ``command`` (e.g. ``[sys.executable, "-m", "mcp_server_time"]``) and yield its tools as
-    an ``MCPTools`` mapping; the server stops when the block ends. Only ``env`` and a few basic variables
-    (PATH, HOME, ...) reach it: not your API keys. A server that cannot start raises ``ConnectionError``."""
+    """Start the MCP server ``command`` (e.g. ``[sys.executable, "-m", "mcp_server_time"]``) and yield its tools
+    until the block ends. Only ``env`` and basic variables (PATH, HOME, ...) reach it; not starting: ConnectionError."""
     if not (isinstance(command, (list, tuple)) and command and all(isinstance(c, str) and c for c in command)):
-        raise ValueError(f"command must be a non-empty list of strings, e.g. ['python', '-m', 'server'], not {command!r}")
+        raise ValueError(
+            f"command must be a non-empty list of strings, e.g. ['python', '-m', 'server'], not {command!r}")
     from anyio.from_thread import start_blocking_portal
     from mcp import StdioServerParameters
     from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
     from pydantic import ValidationError
 
-    sdk_log = logging.getLogger("mcp")   # its logs reach only a program that configured logging; with no handler
-    if not sdk_log.handlers:             # at all Python prints them (a traceback for a garbled line, explained below)
-        sdk_log.addHandler(logging.NullHandler())
-
+    if not logging.getLogger("mcp").handlers:   # with no handler, Python would print the SDK's logs (tracebacks)
+        logging.getLogger("mcp").addHandler(logging.NullHandler())
     params = StdioServerParameters(command=command[0], args=list(command[1:]), cwd=cwd, env=dict(env or {}))
     shown = " ".join(["python" if command[0] == sys.executable else command[0], *command[1:]])   # as given
     shown = shown.replace(os.path.expanduser("~"), "~") if len(os.path.expanduser("~")) > 1 else shown
@@ -90,8 +82,8 @@ def connect_mcp(command: list[str], *, timeout: float = DEFAULT_TIMEOUT, cwd: st
         def call(name: str, args: dict) -> dict:
             since = 0 if errlog.closed else errlog.seek(0, os.SEEK_END)   # only what it says from now on
             try:
-                return portal.call(session.call_tool, name, args).model_dump(by_alias=True, mode="json",
-                                                                             exclude_none=True)
+                reply = portal.call(session.call_tool, name, args)
+                return reply.model_dump(by_alias=True, mode="json", exclude_none=True)
             except Exception as e:
                 if getattr(e, "code", None) not in (None, CONNECTION_CLOSED, REQUEST_TIMEOUT):   # the server's own
                     raise ToolError(f"the server refused the call: {e.message} (JSON-RPC error {e.code})") from None
@@ -115,8 +107,7 @@ def connect_mcp(command: list[str], *, timeout: float = DEFAULT_TIMEOUT, cwd: st
 async def _open(params, errlog, timeout: float, heard: dict):
     """The SDK's stdio client and session, initialised, with every tool listed; every request times out."""
     import anyio
-    from mcp import ClientSession
-    from mcp.client.stdio import stdio_client
+    from mcp import ClientSession, stdio_client
     from mcp.types import PaginatedRequestParams
 
     async def note(message):   # a line on stdout that is not JSON-RPC arrives here as an exception
@@ -133,8 +124,7 @@ async def _open(params, errlog, timeout: float, heard: dict):
         to_session, received = anyio.create_memory_object_stream(0)
         tasks.start_soon(relay, read, to_session)
         async with ClientSession(received, write, read_timeout_seconds=timeout, message_handler=note) as session:
-            hello = await session.initialize()
-            page = await session.list_tools()
+            hello, page = await session.initialize(), await session.list_tools()
             tools = list(page.tools)
             while page.next_cursor is not None:   # tools/list is paginated; the read timeout bounds a loop
                 page = await session.list_tools(params=PaginatedRequestParams(cursor=page.next_cursor))

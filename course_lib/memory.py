@@ -1,13 +1,8 @@
-"""Stage 10 — memory and context: the messages array is all the model remembers, so count it, trim it,
-summarise it, and hold a conversation in it.
+"""Stage 10 — memory and context: the messages array is all the model remembers, so count, trim and summarise it.
 
-Adds: ``resend_cost`` (every call resends everything, so a run's cost grows with the square of its steps;
-tokens are counted with stage 09's ``estimate_tokens``); ``split_steps`` and ``trim_window`` (a sliding window
-that keeps the system prompt, the goal and the user's latest message, and cuts only just before an assistant
-message, so a tool call never loses its results); ``summarise`` (older steps replaced by a summary a model
-writes); ``run_with_memory`` and ``continue_after_trim`` (the stage-06 loop with a trim as its prepare step
-before each model call; a run stopped by ``"context_full"`` carried on); ``ChatAgent`` (``chat(message)``: many
-turns in one history). Notes that outlive a conversation are ``memory_store.py``.
+Adds: ``resend_cost``; ``split_steps`` and ``trim_window`` (a sliding window that never parts a tool call from its
+results); ``summarise``; ``run_with_memory`` and ``continue_after_trim`` (a trim before each model call);
+``ChatAgent`` (many turns in one history). Tokens: stage 09's ``estimate_tokens``; long-term notes: ``memory_store.py``.
 
 Leaves out: a real tokenizer (each provider has its own), prompt caching and the providers' own compaction.
 """
@@ -19,51 +14,34 @@ from .agent import Agent, log
 from .control import _json, check_history, estimate_tokens, text_tokens, tokens_per_call  # noqa: F401
 from .models.base import ModelError, ask, scrub
 
-# ---------------------------------------------------------------- counting
-# estimate_tokens and tokens_per_call are the rule of thumb stage 09's Budget counts with (course_lib/control.py):
-# one rule for the whole course. This stage compares it with what a provider reports and shows what resending costs.
+# ---------------------------------------------------------------- counting (one rule of thumb for the course)
 def resend_cost(sizes: list[int]) -> list[int]:
-    """Running total of input tokens when every call resends the whole history (``sizes``: tokens per call,
-    e.g. ``[u["input_tokens"] for u in agent.usage]``). If the history starts at b tokens and each step adds
-    d, call k sends b + (k-1)·d and n calls cost n·b + d·n(n-1)/2: twice the steps, nearly four times the bill."""
+    """Running total of input tokens when every call resends the history (``sizes``: tokens per call). From b
+    tokens, d more a step, n calls cost n·b + d·n(n-1)/2: twice the steps, nearly four times the bill."""
     return list(accumulate(sizes))
 
 
 # ---------------------------------------------------------------- trimming without breaking the protocol
 def split_steps(history: list[dict]) -> tuple[list[dict], list[list[dict]]]:
-    """``(head, steps)``. The head is everything before the first assistant message: the system prompt, the
-    goal, an earlier summary. Each step is one assistant message and what follows it (its tool results, an
-    observation, a correction, the user's next message), up to the next assistant message. A cut between
-    two steps never separates a tool call from its results, because results always follow their call."""
-    first = next((i for i, m in enumerate(check_history(history)) if m["role"] == "assistant"), len(history))
-    steps: list[list[dict]] = []
-    for m in history[first:]:
-        if m["role"] == "assistant":
-            steps.append([m])
-        else:
-            steps[-1].append(m)
-    return list(history[:first]), steps
+    """``(head, steps)``: the head is all before the first assistant message (system prompt, goal, summary); a step
+    is an assistant message and all up to the next, so a cut between steps never parts a call from its results."""
+    starts = [i for i, m in enumerate(check_history(history)) if m["role"] == "assistant"] + [len(history)]
+    return history[:starts[0]], [history[a:b] for a, b in zip(starts, starts[1:])]
 
 
-# What the agent itself writes as a user message (stage 06): an observation, or a correction of a bad reply.
-AGENT_NOTES = ("Observation: ", "Your reply could not be used")
+AGENT_NOTES = ("Observation: ", "Your reply could not be used")   # user messages the agent writes itself (stage 06)
 
 
-def _latest_request(steps: list[list[dict]]) -> tuple[int, dict | None]:
-    """The step holding the latest message the user wrote (not the agent's notes), and that message."""
+def _latest_request(steps: list[list[dict]]) -> tuple[int, dict | None]:   # the user's latest message, and its step
     said = [(k, m) for k, step in enumerate(steps) for m in step
             if m["role"] == "user" and not str(m.get("content")).startswith(AGENT_NOTES)]
     return said[-1] if said else (-1, None)
 
 
 def trim_window(history: list[dict], max_tokens: int | None = None, *, keep_last: int | None = None) -> list[dict]:
-    """A new history with only the newest steps that fit: at most ``keep_last`` of them, and at most
-    ``max_tokens`` (estimated) in all. The head (system prompt, goal, summary) always stays, and so does the
-    user's latest message (moved up to just after the head if its step goes). Steps go whole, oldest first,
-    so every tool call keeps its results and the roles still alternate. Claude's thinking blocks are bound
-    to every message before them, so once anything goes the kept steps lose theirs (as the API asks); and
-    while the last step is a tool call made with thinking, nothing before it can go. The input is not
-    changed; when nothing needs to go, the result equals it."""
+    """A new history of the newest whole steps that fit ``keep_last`` and ``max_tokens`` (estimated), after the
+    head; the user's latest message stays too (moved up if its step goes). Once anything goes, Claude's thinking
+    blocks go (they are bound to all before them), and nothing can go while the last step is a call made with them."""
     head, steps = split_steps(history)
     if max_tokens is None and keep_last is None:
         raise ValueError("trim_window needs max_tokens=..., keep_last=... or both")
@@ -92,9 +70,7 @@ def _thinks(block) -> bool:
     return isinstance(block, dict) and block.get("type") in ("thinking", "redacted_thinking")
 
 
-def _check_cut(steps: list[list[dict]], first: int) -> None:
-    """Called once the steps before ``first`` are to go (0 < first <= len(steps)): refuses to drop them while the
-    last step is a tool call made with thinking."""
+def _check_cut(steps: list[list[dict]], first: int) -> None:   # the steps before first (0 < first <= len) are to go
     last = steps[-1][0]   # Claude's thinking blocks are kept in ``raw``, as the API sent them
     blocks = last["raw"].get("content") or [] if isinstance(last.get("raw"), dict) else []
     if first < len(steps) and last.get("tool_calls") and any(map(_thinks, blocks)):
@@ -104,8 +80,7 @@ def _check_cut(steps: list[list[dict]], first: int) -> None:
 
 
 def _join(head: list[dict], steps: list[list[dict]], first: int, note: dict | None = None) -> list[dict]:
-    """``head``, ``note``, the latest request if its step is dropped, then the steps from ``first`` on,
-    without thinking blocks if anything was dropped."""
+    """``head``, ``note``, the latest request if its step goes, then the steps from ``first`` (thinking dropped)."""
     if first == 0:
         return head + [m for step in steps for m in step]
     _check_cut(steps, first)
@@ -114,8 +89,7 @@ def _join(head: list[dict], steps: list[list[dict]], first: int, note: dict | No
     return head + ([note] if note else []) + ([request] if where < first and request else []) + kept
 
 
-def _without_thinking(m: dict) -> dict | None:
-    """``m`` without thinking blocks; None for an assistant message that held nothing else."""
+def _without_thinking(m: dict) -> dict | None:   # None for an assistant message that held nothing but thinking
     raw = m.get("raw")
     if m["role"] != "assistant" or not (m.get("thinking") or isinstance(raw, dict)):
         return m
@@ -137,11 +111,8 @@ MAX_QUOTED_CHARS = 1000    # each message, as the summariser is shown it
 
 
 def summarise(history: list[dict], model, *, keep_last: int = 2) -> list[dict]:
-    """A new history in which every step but the last ``keep_last`` is replaced by one summary, written by
-    ``model`` (anything with ``complete(messages, tools)``, or a function ``f(messages) -> str``) from the old
-    steps as plain text, so none of their tool calls is sent half-answered. The summary is a user message
-    marked ``"summary": True`` right after the goal; the rest is kept as ``trim_window`` keeps it. If the
-    summariser fails, this raises ``ModelError`` saying so, and the history is left as it was."""
+    """A new history whose steps but the last ``keep_last`` are one summary (marked ``"summary": True``) that ``model``
+    (or ``f(messages) -> str``) writes from them as plain text; if that fails, a ``ModelError`` and no change."""
     head, steps = split_steps(history)
     _whole("keep_last", keep_last, 0)
     first = max(0, len(steps) - keep_last)
@@ -180,16 +151,14 @@ def as_transcript(messages: list[dict]) -> str:
 
 # ---------------------------------------------------------------- the loop, with memory
 def run_with_memory(agent: Agent, goal: str, shrink=None) -> str:
-    """``agent.run(goal)`` with one line more in the loop: before each model call, ``shrink(history)``
-    (e.g. ``lambda h: trim_window(h, keep_last=4)``) replaces the history."""
+    """``agent.run(goal)``, but before each model call ``shrink(history)`` (e.g. a trim_window) replaces the history."""
     agent.reset(goal)
     return agent.loop(shrink)
 
 
 def continue_after_trim(agent: Agent, max_tokens: int | None = None, *, keep_last: int | None = None) -> str:
-    """Carry on a run that stopped with ``"context_full"``: drop the reply that stopped it (cut off; its tool
-    calls never ran), trim, and go on with that window before every model call. Returns the answer. Steps
-    before the stop still count toward ``agent.max_steps``: raise it first if the run needs more."""
+    """Carry on a run stopped by ``"context_full"``: drop the cut-off reply, trim, and go on, trimming before every
+    model call. Steps before the stop still count toward ``agent.max_steps``: raise it first if need be."""
     if agent.stop_reason != "context_full":
         said = "has not stopped" if agent.stop_reason is None else f"stopped with {agent.stop_reason!r}"
         raise ValueError(f"continue_after_trim carries on a run that stopped with 'context_full'; this one {said}")
@@ -202,18 +171,14 @@ def continue_after_trim(agent: Agent, max_tokens: int | None = None, *, keep_las
 
 # ---------------------------------------------------------------- a conversation: one history, many turns
 class ChatAgent(Agent):
-    """An ``Agent`` that holds a conversation: ``chat(message)`` adds the message to the same history and runs
-    the loop until this turn ends (``max_steps`` counts per turn); ``turns`` keeps one record per turn, and the
-    saved transcript keeps them too. ``run(goal)`` starts a new conversation with ``goal`` as its first turn."""
+    """An ``Agent`` holding a conversation: ``chat(message)`` runs one turn (``max_steps`` each) in one history."""
 
     def reset(self, goal: str | None = None) -> None:
         super().reset(goal)
         self.turns, self.request = [], goal   # request: what the current turn answers
 
-    def run(self, goal: str) -> str:
-        self.reset(goal)
-        log.info("goal: %s", goal)
-        return self._turn(goal)
+    def run(self, goal: str) -> str:   # a new conversation, with goal as its first turn
+        return self._turn(goal, super().run(goal))
 
     def chat(self, message: str) -> str:
         """One turn: ``message`` joins the history (a new one, with the system prompt, if there is none yet)."""
@@ -228,19 +193,16 @@ class ChatAgent(Agent):
             self.goal = message if self.goal is None else self.goal
             self.history.append({"role": "user", "content": scrub(message)})
         log.info("message: %s", message)
-        answer = self._turn(message)
-        self._close_calls()   # the next turn must not start after a tool call that never got its result
+        answer = self._turn(message, self.loop())
+        self._close_calls()   # an API refuses a tool call without a result, and a text model would think it ran
         return answer
 
-    def _turn(self, message: str) -> str:
-        answer = self.loop()
+    def _turn(self, message: str, answer: str) -> str:   # one record per turn, kept in the transcript too
         self.turns.append({"message": scrub(message), "answer": answer, "stop_reason": self.stop_reason,
                            "steps": self.steps})
         return answer
 
-    def _close_calls(self) -> None:
-        """Answer every call the last reply left without a result (a stop came between the call and its run):
-        an API refuses a history where a tool call has no result, and a text model would think it ran."""
+    def _close_calls(self) -> None:   # answer each call a stop (between the call and its run) left without a result
         self.history += self.protocol.close(self.history, f"Not run: the turn stopped ({self.stop_reason}) "
                                                           "before this call ran.")
 

@@ -1,10 +1,6 @@
 """Stage 10 — long-term memory: notes that outlive a conversation, in a SQLite file the agent reaches by tools.
 
-Adds: ``MemoryStore``, whose ``remember`` / ``recall`` / ``forget`` methods are the agent's tools
-(``Agent({**default_tools(), **store.tools()}, model)``); notes live in a SQLite file in the workspace, searched
-with FTS5 full-text search where SQLite has it, else with ``LIKE``; one fact per note, never a secret
-(``looks_like_secret``), at most ``MAX_NOTES``. The short-term side of the stage (the history: counting,
-trimming, summarising, chat) is ``memory.py``.
+Adds: ``MemoryStore``, whose ``remember`` / ``recall`` / ``forget`` are tools (FTS5 or ``LIKE`` search; no secrets).
 
 Leaves out: embeddings and vector search (recall matches words), and several programs writing one file at once.
 """
@@ -13,44 +9,35 @@ from __future__ import annotations
 import re
 import sqlite3
 import unicodedata
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 
 from .models.base import scrub
-from .tools import ToolError, inside_workspace
-
+from .workspace import ToolError, inside_workspace
 
 MAX_NOTE_CHARS, MAX_NOTES = 1000, 10_000   # one fact per note, not a document
 MAX_RESULTS, MAX_QUERY_CHARS, MAX_QUERY_WORDS = 10, 200, 10
-# Key-like text: a provider's key prefix (after anything but a Latin letter or digit: Korean and Latin letters
-# have no \b between them, "키는sk-..."), or a long run mixing upper case, lower case and digits (base64).
+# A provider's key prefix after anything but a Latin letter or digit (no \b parts Korean and Latin: "키는sk-..."),
 _KEY_PREFIX = re.compile(r"(?<![A-Za-z0-9])(?:sk-|gh[pousr]_|xox[abp]-|AKIA)[A-Za-z0-9_-]{12,}")
-_LONG_RUN = re.compile(r"[A-Za-z0-9+/_=-]{32,}")
+_LONG_RUN = re.compile(r"[A-Za-z0-9+/_=-]{32,}")   # or a long run mixing upper case, lower case and digits (base64)
 
 
 def looks_like_secret(text: str) -> bool:
     """Whether ``text`` holds something shaped like an API key or another secret, even one wrapped over lines."""
     unwrapped = "".join(line.strip() for line in text.splitlines())   # a wrapped key made whole (each run too)
-    return any(_KEY_PREFIX.search(t) for t in (text, unwrapped)) or any(
-        re.search("[a-z]", run) and re.search("[A-Z]", run) and re.search("[0-9]", run)
-        for run in _LONG_RUN.findall(unwrapped))
+    mixed = any(all(re.search(c, run) for c in ("[a-z]", "[A-Z]", "[0-9]")) for run in _LONG_RUN.findall(unwrapped))
+    return mixed or any(_KEY_PREFIX.search(t) for t in (text, unwrapped))
 
 
 def fts5_available() -> bool:
     """Whether this Python's SQLite has FTS5, its full-text search (most builds do)."""
-    with closing(sqlite3.connect(":memory:")) as db:
-        try:
-            db.execute("CREATE VIRTUAL TABLE probe USING fts5(text)")
-        except sqlite3.OperationalError:   # "no such module: fts5"
-            return False
-    return True
+    with closing(sqlite3.connect(":memory:")) as db, suppress(sqlite3.OperationalError):   # "no such module: fts5"
+        db.execute("CREATE VIRTUAL TABLE probe USING fts5(text)")
+        return True
+    return False
 
 
 class MemoryStore:
-    """Notes that outlive a conversation, in a SQLite file in the workspace (the current folder). Its methods
-    ``remember``, ``recall`` and ``forget`` are the tools: ``Agent({**default_tools(), **store.tools()}, model)``.
-
-    ``fts``: None uses FTS5 full-text search where SQLite has it (words and the starts of words, best match
-    first), False forces the plain ``LIKE`` search (any part of the text, newest first among equals)."""
+    """Notes in a workspace SQLite file; ``fts=None``: FTS5 where SQLite has it (best match first), False: ``LIKE``."""
 
     def __init__(self, path: str = "memory.sqlite3", *, fts: bool | None = None):
         self.path = inside_workspace(path)
@@ -65,8 +52,7 @@ class MemoryStore:
                 db.execute("INSERT INTO memories_fts(rowid, text) SELECT id, text FROM memories")
 
     @contextmanager
-    def _db(self):
-        """A connection for one operation, committed (or rolled back) and closed: usable from any thread."""
+    def _db(self):   # a connection for one operation, committed (or rolled back) and closed: usable from any thread
         try:
             with closing(sqlite3.connect(self.path)) as db, db:
                 yield db
@@ -74,8 +60,7 @@ class MemoryStore:
             raise ToolError(f"the memory file '{self.path.name}' could not be used ({type(e).__name__}: {e}); "
                             "check that it is a SQLite database nobody else is writing") from None
 
-    def tools(self) -> dict:
-        """The three tools, name → method, to merge into an agent's tools."""
+    def tools(self) -> dict:   # name → method: Agent({**default_tools(), **store.tools()}, model)
         return {"remember": self.remember, "recall": self.recall, "forget": self.forget}
 
     def remember(self, text: str) -> str:
@@ -98,8 +83,7 @@ class MemoryStore:
                             "of mixed letters and digits); secrets are never saved in memory. Save where it is "
                             "kept instead, e.g. \"the OpenAI key is in the OPENAI_API_KEY variable\".")
         with self._db() as db:
-            found = db.execute("SELECT id FROM memories WHERE text = ?", (text,)).fetchone()
-            if found:
+            if found := db.execute("SELECT id FROM memories WHERE text = ?", (text,)).fetchone():
                 return f"Already remembered as #{found[0]}."
             if db.execute("SELECT count(*) FROM memories").fetchone()[0] >= MAX_NOTES:
                 raise ToolError(f"the memory is full ({MAX_NOTES:,} notes); forget some before saving more")
@@ -117,25 +101,21 @@ class MemoryStore:
         """
         if not isinstance(query, str) or len(query) > MAX_QUERY_CHARS:
             raise ToolError(f"query must be a few words, at most {MAX_QUERY_CHARS} characters")
-        query = unicodedata.normalize("NFC", scrub(query))   # the form notes are saved in
-        words = re.findall(r"\w+", query)[:MAX_QUERY_WORDS]   # words only: no search syntax gets through
+        words = re.findall(r"\w+", unicodedata.normalize("NFC", scrub(query)))[:MAX_QUERY_WORDS]   # NFC, as notes are
         if not words:
             raise ToolError('query has no words to look for; send one or more words, e.g. "부산" or "price"')
         if type(limit) is not int or not 1 <= limit <= MAX_RESULTS:
             raise ToolError(f"limit must be a whole number from 1 to {MAX_RESULTS}")
         with self._db() as db:
-            if self.fts:   # each word quoted, so FTS5 reads it as text, and * matches words that start with it
-                match = " OR ".join(f'"{w}"*' for w in words)
-                rows = db.execute("SELECT rowid, text FROM memories_fts WHERE memories_fts MATCH ? "
-                                  "ORDER BY rank LIMIT ?", (match, limit)).fetchall()
+            if self.fts:   # \w+ words, each quoted: FTS5 sees no search syntax; * matches words that start with it
+                rows = db.execute("SELECT rowid, text FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank "
+                                  "LIMIT ?", (" OR ".join(f'"{w}"*' for w in words), limit)).fetchall()
             else:   # the SQL holds only ? placeholders; the words travel as parameters, never as SQL
                 hits = " + ".join(["(text LIKE ? ESCAPE '\\')"] * len(words))
                 patterns = ["%" + re.sub(r"([\\%_])", r"\\\1", w) + "%" for w in words]
                 rows = db.execute(f"SELECT id, text FROM memories WHERE {hits} > 0 ORDER BY {hits} DESC, id DESC "
                                   "LIMIT ?", [*patterns, *patterns, limit]).fetchall()
-        if not rows:
-            return f"No memory matches '{' '.join(words)}'."
-        return "\n".join(f"#{number}: {text}" for number, text in rows)
+        return "\n".join(f"#{number}: {text}" for number, text in rows) or f"No memory matches '{' '.join(words)}'."
 
     def forget(self, memory_id: int) -> str:
         """Delete one saved memory by its number from recall, e.g. when the user says it is wrong or asks you to.
@@ -146,9 +126,8 @@ class MemoryStore:
         if type(memory_id) is not int:
             raise ToolError('memory_id must be a whole number, e.g. 3 for the "#3" that recall shows')
         with self._db() as db:
-            row = db.execute("SELECT text FROM memories WHERE id = ?", (memory_id,)).fetchone() \
-                if 0 < memory_id < 2**63 else None
-            if row is None:
+            row = 0 < memory_id < 2**63 and db.execute("SELECT text FROM memories WHERE id = ?", [memory_id]).fetchone()
+            if not row:
                 raise ToolError(f"there is no memory #{memory_id}; use recall to find the number of the one to forget")
             db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             if self.fts:

@@ -1,18 +1,9 @@
-"""Stage 11 — agents as tools: an orchestrator hands a sub-task to another agent as it would call any tool,
-and reads that agent's answer back as the observation.
+"""Stage 11 — agents as tools: an orchestrator hands a sub-task to another agent as it would call any tool.
 
-Adds: ``as_tool(name, make_agent, description)``, a plain tool ``name(task: str) -> str`` (``tool_schema`` and
-``dispatch`` treat it like any tool) that runs a fresh sub-agent, with its own tools, history and step cap, on
-each task and returns its answer, keeping each call in its ``runs`` as a ``SubRun`` (task, answer, stop reason,
-steps, tokens, transcript, the runs it started). ``Orchestrator``, an ``Agent`` whose transcript (and ``save``)
-nests its sub-agents'; ``call_tree`` and ``call_edges`` (who called whom); ``total_usage`` (the team's tokens).
-(The lesson's scripted team: ``courseware/patterns_lab.py``.) Guards: an empty or overlong task is refused,
-agents nest at most ``max_depth`` deep (a context variable counts), and a sub-agent that stops without an answer
-is an error observation (its transcript keeps stage 09's hand-over note).
+Adds: ``as_tool`` (a tool ``name(task: str) -> str`` running a fresh sub-agent per task, at most ``max_depth``
+deep, each a ``SubRun``), ``Orchestrator`` (nests their transcripts), ``call_tree``, ``call_edges``, ``total_usage``.
 
-Leaves out: sub-agents working in parallel, sharing memory or talking to each other (each sees only its task,
-and only the orchestrator reads their answers), one budget for the whole team (each agent may have its own
-``Budget``), and retrying a sub-agent that failed.
+Leaves out: sub-agents in parallel, sharing memory or talking to each other, one budget for the team, retries.
 """
 from __future__ import annotations
 
@@ -51,9 +42,7 @@ class SubRun:
 
 def as_tool(name: str, make_agent, description: str, *, max_steps: int = 4, max_depth: int = MAX_DEPTH,
             max_task_chars: int = MAX_TASK_CHARS):
-    """A tool ``name(task: str) -> str`` that runs a sub-agent on ``task`` and returns its answer. ``make_agent``:
-    a function with no arguments returning a new ``Agent`` for each call (a fresh history), or one ``Agent`` to
-    reuse; its step cap is lowered to ``max_steps``. ``description``: the line the orchestrating model reads."""
+    """A tool ``name(task: str) -> str`` running ``make_agent()`` (a fresh Agent), or one Agent reused, on ``task``."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ValueError(f"name must be a tool name of letters, digits, _ or - (at most 64), not {name!r}")
     if not isinstance(description, str) or not description.strip():
@@ -65,50 +54,45 @@ def as_tool(name: str, make_agent, description: str, *, max_steps: int = 4, max_
             raise ValueError(f"{key} must be a positive whole number, not {value!r}")
 
     def tool(task: str) -> str:
-        return _delegate(tool, task)
+        if not isinstance(task, str) or not task.strip():   # dispatch checks the type; a direct call may not
+            raise ToolError(f"the task is empty: write what the {name} should do in a sentence or two")
+        if len(task) > tool.max_task_chars:
+            raise ToolError(f"the task is {len(task):,} characters, over the limit of {tool.max_task_chars:,}: say "
+                            f"briefly what you need; the {name} can look the details up itself")
+        parent = _RUNNING.get()
+        depth = parent.depth + 1 if parent else 1
+        if depth > tool.max_depth:
+            raise ToolError(f"not run: agents are already nested {depth - 1} deep and the limit is "
+                            f"{tool.max_depth}. Do this part yourself with your tools, or answer with what you have.")
+        agent = tool.make_agent if isinstance(tool.make_agent, Agent) else tool.make_agent()
+        if not isinstance(agent, Agent):
+            raise TypeError(f"make_agent for {name} must return an Agent, not {type(agent).__name__}")
+        if agent.goal is not None and not agent.done:   # one reused Agent, already busy further up this chain
+            raise ToolError(f"not run: the {name} is busy with another task; answer this part yourself")
+        agent.max_steps = min(agent.max_steps, tool.max_steps)
+        run = SubRun(next(_ORDER), name, task, depth, parent.agent if parent else None, sub_agent=agent)
+        tool.runs.append(run)
+        if parent:
+            parent.children.append(run)
+        running = _RUNNING.set(run)
+        try:
+            run.answer, run.stop_reason = agent.run(task), agent.stop_reason
+        except Exception as e:   # a model or hook that raised past the loop: the orchestrator still gets a sentence
+            run.answer, run.stop_reason = f"The {name} failed: {type(e).__name__}: {e}", "error"
+        finally:
+            _RUNNING.reset(running)
+        note = {"handoff": asdict(note)} if (note := handoff(agent)) else {}   # what a person needs if it gave up
+        run.steps, run.usage, run.transcript = agent.steps, agent.total_usage, Agent.transcript(agent, **note)
+        if run.stop_reason != "finish":   # an error observation: "Stopped after 4 steps" is not the answer
+            raise ToolError(f"the {name} stopped without an answer ({run.stop_reason}): {run.answer} "
+                            "Try a smaller or clearer task, or go on without it.")
+        return run.answer
     tool.__name__, tool.__qualname__, tool.__annotations__ = name, name, {"task": str, "return": str}   # real types
     tool.__doc__ = (f"{' '.join(description.split())}\n\nArgs:\n    task: what the {name} should do, in a few "
                     f"sentences; it sees only this text, not your conversation.\n")
     tool.is_agent_tool, tool.runs, tool.make_agent = True, [], make_agent
     tool.max_steps, tool.max_depth, tool.max_task_chars = max_steps, max_depth, max_task_chars
     return tool
-
-
-def _delegate(tool, task: str) -> str:
-    name = tool.__name__
-    if not isinstance(task, str) or not task.strip():   # dispatch checks the type; a direct call may not
-        raise ToolError(f"the task is empty: write what the {name} should do in a sentence or two")
-    if len(task) > tool.max_task_chars:
-        raise ToolError(f"the task is {len(task):,} characters, over the limit of {tool.max_task_chars:,}: say "
-                        f"briefly what you need; the {name} can look the details up itself")
-    parent = _RUNNING.get()
-    depth = parent.depth + 1 if parent else 1
-    if depth > tool.max_depth:
-        raise ToolError(f"not run: agents are already nested {depth - 1} deep and the limit is "
-                        f"{tool.max_depth}. Do this part yourself with your tools, or answer with what you have.")
-    agent = tool.make_agent if isinstance(tool.make_agent, Agent) else tool.make_agent()
-    if not isinstance(agent, Agent):
-        raise TypeError(f"make_agent for {name} must return an Agent, not {type(agent).__name__}")
-    if agent.goal is not None and not agent.done:   # one reused Agent, already busy further up this chain
-        raise ToolError(f"not run: the {name} is busy with another task; answer this part yourself")
-    agent.max_steps = min(agent.max_steps, tool.max_steps)
-    run = SubRun(next(_ORDER), name, task, depth, parent.agent if parent else None, sub_agent=agent)
-    tool.runs.append(run)
-    if parent:
-        parent.children.append(run)
-    running = _RUNNING.set(run)
-    try:
-        run.answer, run.stop_reason = agent.run(task), agent.stop_reason
-    except Exception as e:   # a model or hook that raised past the loop: the orchestrator still gets a sentence
-        run.answer, run.stop_reason = f"The {name} failed: {type(e).__name__}: {e}", "error"
-    finally:
-        _RUNNING.reset(running)
-    note = {"handoff": asdict(note)} if (note := handoff(agent)) else {}   # what a person needs if it gave up
-    run.steps, run.usage, run.transcript = agent.steps, agent.total_usage, Agent.transcript(agent, **note)
-    if run.stop_reason != "finish":   # an error observation: "Stopped after 4 steps" is not the answer
-        raise ToolError(f"the {name} stopped without an answer ({run.stop_reason}): {run.answer} "
-                        "Try a smaller or clearer task, or go on without it.")
-    return run.answer
 
 
 def agent_tools(tools) -> list:   # the agent tools among a mapping of name → function, in order
@@ -122,14 +106,13 @@ def _top_runs(orchestrator: Agent, tools=None) -> list[SubRun]:   # deeper runs 
 
 class Orchestrator(Agent):
     """An ``Agent`` whose transcript and ``save`` nest its sub-agents' runs; each ``run`` forgets the last one's."""
-
     def __init__(self, tools, model, max_steps: int | None = None, *, name: str = "orchestrator", **options):
         self.name = name
         super().__init__(tools, model, max_steps, **options)
 
     def reset(self, goal: str | None = None) -> None:
         for tool in agent_tools(self.tools) if hasattr(self, "goal") and _RUNNING.get() is None else ():
-            tool.runs.clear()   # not when nested, nor in __init__ (no goal yet): built mid-run, it may share its caller's tools
+            tool.runs.clear()   # not when nested, nor in __init__: built mid-run, it may share its caller's tools
         super().reset(goal)
 
     def transcript(self) -> dict:
@@ -139,8 +122,7 @@ class Orchestrator(Agent):
 def orchestration_transcript(orchestrator: Agent, name: str = "orchestrator", tools=None) -> dict:
     """The orchestrator's transcript with a ``subagents`` list: each sub-run's transcript, nested the same way."""
     def nested(run: SubRun) -> dict:
-        return {"agent": run.agent, "depth": run.depth, **run.transcript,
-                "subagents": list(map(nested, run.children))}
+        return {"agent": run.agent, "depth": run.depth, **run.transcript, "subagents": list(map(nested, run.children))}
     return {"agent": name, **Agent.transcript(orchestrator),
             "subagents": list(map(nested, _top_runs(orchestrator, tools)))}
 
@@ -162,8 +144,7 @@ def call_edges(tree: dict) -> list[tuple[str, str, str]]:
 
 def total_usage(orchestrator: Agent, *tools) -> dict:
     """The whole team's tokens: the orchestrator's own and every sub-run's, at every depth."""
-    nodes, total = [call_tree(orchestrator, tools=tools)], {"input_tokens": 0, "output_tokens": 0}
+    nodes = [call_tree(orchestrator, tools=tools)]
     for node in nodes:   # the list grows as it is read: every agent at every depth
         nodes += node["calls"]
-        total = {key: total[key] + (node["usage"].get(key) or 0) for key in total}
-    return total
+    return {key: sum(node["usage"].get(key) or 0 for node in nodes) for key in ("input_tokens", "output_tokens")}

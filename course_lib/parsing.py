@@ -1,29 +1,17 @@
 """Stage 04 — parse_reply: find the one JSON action in messy model text.
 
-Adds: ``parse_reply(text) -> ParsedReply``. Models wrap JSON in prose, code fences and ``<think>`` notes,
-put ``args`` before ``tool``, escape Unicode, or send two objects. The parser ignores objects that start
-inside closed ``<think>`` blocks (the text is not edited, so an answer that mentions ``<think>`` keeps it),
-tries each ``{`` that could start an object with ``json.JSONDecoder.raw_decode``, and returns the first
-object that is a valid action. It never raises: every failure is ``ok=False`` with an ``error`` the agent
-can send back to the model, about the first object in the reply (the one the model most likely meant).
-
-Linear time, also on hostile text: regular expressions (which run in C) choose where to decode, so no Python
-loop visits every bracket, and each start is tried once. After the first ``{"``, starts that cannot be an
-action are skipped: a flat object (no brackets inside) none of whose strings is ``"tool"``, as in
-``'{"a": 1} ' * 100_000``. In a run of more than ``MAX_NESTING + 1`` openers with only text and such flat
-objects between them (``"{" * 1_000_000``, ``'{"a": ' * 200_000``), each start would read the rest of the
-run again, so only the last ``MAX_NESTING + 1`` are tried at first and the deeper ones last (brackets inside
-strings can make an action look deep). Behind that, all decoding shares a budget of about ``MAX_NESTING``
-passes over the text: junk that nests deeply in other ways ends with an error instead of a hang.
-
-An optional ``"thought"`` (stage 11: reason, then act) is a sentence of reasoning the model writes before it
-acts, ``{"thought": "...", "tool": ..., "args": {...}}``; it comes back as ``thought`` and changes nothing else.
+Adds: ``parse_reply(text) -> ParsedReply``, the first valid ``{"tool": ..., "args": {...}}`` (and an optional
+``"thought"``, stage 11) among prose, code fences, ``<think>`` notes and extra objects. It never raises: a failure is
+``ok=False`` with an ``error`` about the first object, the one the model most likely meant. Linear on hostile text:
+regular expressions choose where to decode, and all decoding shares a budget of about ``MAX_NESTING`` passes over
+the text. ``TextProtocol``: how stage 06's agent reads replies with it.
 
 Leaves out: repairing broken JSON (single quotes, trailing commas); the model is asked to try again instead.
 """
 from __future__ import annotations
 
 import bisect
+import contextlib
 import json
 import math
 import re
@@ -35,9 +23,8 @@ from .workspace import whole
 MAX_NESTING = 32
 _DECODER = json.JSONDecoder()
 _OBJECT_START = re.compile(r"\{\s*\"")   # a JSON object with at least one key starts like this
-# After a "{" or "[": the rest of a flat object or array (the next bracket closes it) none of whose strings is
-# "tool" or has an escape (which could spell it): it cannot be an action. ``*+`` and ``++`` never give back
-# what they matched, so no pattern here can backtrack its way into quadratic time.
+# After a "{" or "[": the rest of a flat object or array none of whose strings is "tool" or has an escape (which
+# could spell it): not an action. ``*+`` and ``++`` never give back a match, so nothing backtracks into quadratic time.
 _FLAT_REST = r'(?=[^{}\[\]]*+[}\]])(?:[^"{}\[\]\\]++|"(?!tool")[^"{}\[\]\\]*+")*+[}\]]'
 _WORTH_TRYING = re.compile(r"\{(?!" + _FLAT_REST + r')\s*"')
 # A run of more than MAX_NESTING + 1 openers ("{" or "["), with only text and such flat ones between them.
@@ -68,10 +55,7 @@ def _fail(error: str) -> ParsedReply:
 def _think_spans(text: str) -> list[tuple[int, int]]:
     """(start, end) of every closed <think>...</think> block: drafts in there are not the answer."""
     spans, pos = [], 0
-    while (start := text.find("<think>", pos)) >= 0:
-        end = text.find("</think>", start)
-        if end == -1:
-            break
+    while (start := text.find("<think>", pos)) >= 0 and (end := text.find("</think>", start)) >= 0:
         pos = end + len("</think>")
         spans.append((start, pos))
     return spans
@@ -84,8 +68,7 @@ def _think_end(spans: list[tuple[int, int]], index: int) -> int:
 
 
 def _candidate_starts(text: str, thinking: list[tuple[int, int]]):
-    """Where an object may start, in the order to try them: the first one outside <think>, then those worth
-    trying that are not deep in a long run of openers, then the deep ones."""
+    """Where an object may start, in trying order: the first outside <think>, the others worth trying, the deep ones."""
     first = _OBJECT_START.search(text)
     while first and (end := _think_end(thinking, first.start())):
         first = _OBJECT_START.search(text, end)
@@ -105,14 +88,15 @@ def _candidate_starts(text: str, thinking: list[tuple[int, int]]):
 
 
 def _check_action(data: dict) -> ParsedReply:
-    tool, args = data.get("tool"), data.get("args")
+    tool, args, thought = data.get("tool"), data.get("args"), data.get("thought")
+    if "tool" not in data:
+        return _fail('the JSON object has no "tool" field')
     if not isinstance(tool, str) or not tool.strip():
         return _fail('the JSON object needs a "tool" field naming a tool, '
                      'e.g. {"tool": "calculator", "args": {"expression": "2+2"}}')
     args = {} if args is None else args   # missing or null: no arguments
     if not isinstance(args, dict):
         return _fail(f'"args" must be a JSON object like {{"name": value}}, not {type(args).__name__}')
-    thought = data.get("thought")
     if thought is not None and not isinstance(thought, str):
         return _fail(f'"thought" must be text (a sentence of reasoning), not {type(thought).__name__}')
     return ParsedReply(ok=True, tool=tool.strip(), args=args, thought=(thought or "").strip() or None)
@@ -128,14 +112,10 @@ def parse_reply(text) -> ParsedReply:
         if not text or text.isspace():
             return _fail("the reply was empty; send one JSON object")
         if text.startswith('{"'):   # the well-behaved reply, one object and nothing else: try it first
-            try:
-                result = _check_action(_DECODER.raw_decode(text)[0])
-                if result.ok:
+            with contextlib.suppress(ValueError, RecursionError):   # else the full search reports the problem
+                if (result := _check_action(_DECODER.raw_decode(text)[0])).ok:
                     return result
-            except (ValueError, RecursionError):
-                pass   # fall through to the full search, which also reports the problem
-        thinking = _think_spans(text)
-        first_problem = None
+        thinking, first_problem = _think_spans(text), None
         work_left = (MAX_NESTING + 1) * len(text) + 10_000   # characters all decoding may scan
         for start in _candidate_starts(text, thinking):
             if work_left <= 0:   # out of budget: report the first problem (the first start was always decoded)
@@ -146,17 +126,12 @@ def parse_reply(text) -> ParsedReply:
                 data, end = _DECODER.raw_decode(text, start)
                 work_left -= end - start
             except (ValueError, RecursionError) as e:
-                # Charge from the start of the text, not of the object: a JSONDecodeError counts the lines
-                # before its position to report them, so each failure costs that much (and a
-                # RecursionError may have scanned everything).
+                # Charge from the start of the text: a JSONDecodeError counts the lines before its position to
+                # report them, so each failure costs that much (and a RecursionError may have scanned everything).
                 work_left -= max(1, getattr(e, "pos", len(text)))
                 first_problem = first_problem or f"invalid JSON: {getattr(e, 'msg', e)}"
                 continue
-            if "tool" not in data:
-                first_problem = first_problem or 'the JSON object has no "tool" field'
-                continue
-            result = _check_action(data)
-            if result.ok:
+            if (result := _check_action(data)).ok:
                 return result
             first_problem = first_problem or result.error
         return _fail(first_problem or "no JSON object found")
@@ -177,9 +152,8 @@ class Reading:
 
 
 class TextProtocol:
-    """The protocol of stage 06's ``Agent``: the tools listed in the system prompt (stage 03), one JSON action per
-    reply (``parse_reply``), each result sent back as a user message ``Observation: ...``. A model whose API
-    carries tools and calls brings its own protocol instead (``models/native.py``)."""
+    """Stage 06's protocol: tools listed in the system prompt, one JSON action per reply, each result sent back as a
+    user message ``Observation: ...``. A model whose API carries tools brings its own (``models/native.py``)."""
     fix = 'Reply with one JSON object: {"tool": "<name>", "args": {...}}'
 
     def system_prompt(self, tools) -> str:
@@ -194,7 +168,8 @@ class TextProtocol:
             return Reading(calls=[(p.tool, p.args, "")], thought=p.thought)
         if p.ok and isinstance(p.args.get("answer"), str):
             return Reading(answer=p.args["answer"], thought=p.thought)
-        return Reading(error=p.error or 'finish needs {"answer": "<text>"} in its args', fix=self.fix, thought=p.thought)
+        return Reading(error=p.error or 'finish needs {"answer": "<text>"} in its args', fix=self.fix,
+                       thought=p.thought)
 
     def result(self, call: tuple, observation) -> dict:   # an Observation of stage 05: its text goes back
         return {"role": "user", "content": whole(f"Observation: {observation.content}")}

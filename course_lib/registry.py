@@ -1,20 +1,17 @@
 """Stage 02 — the registry: a name → function map the agent may call.
 
-Adds: ``ToolRegistry``, an explicit allowlist. The model only ever names a tool; the registry is the one
-place that turns a name into a function, so a tool that is not registered cannot run. (Looking names up
-in ``globals()`` would hand the model every function in the program, ``os.system`` included.) It refuses
+Adds: ``ToolRegistry``, an allowlist: the one place that turns the name a model gives into a function, so a tool
+that is not registered cannot run (looking names up in ``globals()`` would offer ``os.system`` too). It refuses
 duplicate names, names the APIs would reject, the reserved name ``finish``, and things that are not callable.
 
-Leaves out: describing tools (stage 03) and checking arguments (stage 05). Everything that takes "tools"
-accepts any mapping of name → function, so a plain ``dict`` works too.
+Leaves out: describing tools (stage 03) and checking arguments (05). Wherever "tools" are taken, a ``dict`` works too.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
 
-# The tool-name rule both Anthropic and OpenAI accept: letters, digits, _ and -, at most 64 characters.
-NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")   # tool names both Anthropic and OpenAI accept
 RESERVED = {"finish"}   # the reply protocol's word for "I am done" (stage 04)
 _DECORATOR = object()   # marks "no function given": register(None) is a mistake, not the decorator form
 
@@ -24,17 +21,13 @@ class ToolRegistry(Mapping):
 
     def __init__(self, tools: Mapping[str, Callable] | list[Callable] | None = None):
         self._tools: dict[str, Callable] = {}
-        items = tools.items() if isinstance(tools, Mapping) else ((None, f) for f in tools or [])
-        for name, func in items:
-            self._add(func, name)   # not register(): a None here is a mistake, not the decorator form
+        for name, func in tools.items() if isinstance(tools, Mapping) else ((None, f) for f in tools or []):
+            self.register(func, name=name)
 
     def register(self, func: Callable = _DECORATOR, *, name: str | None = None):
         """Add ``func`` under ``name`` (default: its ``__name__``); works as ``@reg.register`` too."""
         if func is _DECORATOR:   # called as @registry.register(name="..."): return the real decorator
-            return lambda f: self._add(f, name)
-        return self._add(func, name)
-
-    def _add(self, func: Callable, name: str | None) -> Callable:
+            return lambda f: self.register(f, name=name)
         if not callable(func):
             raise TypeError(f"a tool must be callable, got {type(func).__name__}")
         name = name if name is not None else getattr(func, "__name__", "")

@@ -1,16 +1,10 @@
-"""Stage 11 — retrieval as a tool: the agent searches the workspace only when it needs to, and gets back a
-few short passages with the file and lines to cite, instead of reading every file or being handed them all.
+"""Stage 11 — retrieval as a tool: the agent searches the workspace for short passages to cite, when it needs to.
 
-Adds: ``tokenize`` (lower-cased words; Korean as overlapping pairs of syllables), ``chunk`` (overlapping runs
-of whole lines, numbered from 1), ``BM25`` (the Okapi formula, scoring exactly as rank-bm25's ``BM25Okapi``),
-``Index`` (the workspace's text files, read with read_file's rules, within limits) and its ``search``, the
-tool ``search_workspace`` (cited snippets such as ``notes.txt:4 (score 6.68): …``). How well it finds the lines
-that answer a question (recall@k over labelled questions) is measured in ``courseware/patterns_lab.py``.
+Adds: ``tokenize``, ``chunk`` (overlapping runs of whole lines), ``BM25`` (scoring as rank-bm25's ``BM25Okapi``),
+``Index`` (the workspace's text files, read with read_file's rules) and the tool ``search_workspace``.
 
-Leaves out: embeddings and vector search (BM25 matches words, so a Korean question does not find an English
-answer), a Korean morphological analyser, English stemming ("returns" does not match "returned") and stop
-words, keeping the index between calls (it is rebuilt on every search, which a small workspace affords), and
-formats other than plain UTF-8 text.
+Leaves out: embeddings (BM25 matches words: a Korean question does not find an English answer), a Korean
+morphological analyser, stemming and stop words, keeping the index between calls, and non-UTF-8 formats.
 """
 from __future__ import annotations
 
@@ -25,19 +19,16 @@ from pathlib import Path
 
 from .workspace import OPEN_FILE, OS_FAILURES, ToolError, inside_workspace, os_problem
 
-# ---------------------------------------------------------------- words
 _HANGUL = "\uac00-\ud7a3"   # the 11,172 ready-made Hangul syllables, 가 to 힣
 _RUNS = re.compile(rf"[{_HANGUL}]+|[^\W{_HANGUL}]+")   # a run of Hangul, or of other letters, digits and _
+MAX_FILES, MAX_FILE_BYTES = 200, 100_000   # a workspace of notes, not a disk: more needs a real search engine
+MAX_QUERY_CHARS, MAX_K, MAX_LINE_CHARS, MAX_OUTPUT_CHARS = 300, 10, 200, 4000
 
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased words (letters, digits, _), but a run of Hangul becomes its overlapping two-syllable pieces:
-    ``tokenize("출장비 규정, Q3!")`` is ``['출장', '장비', '규정', 'q3']``. A lone syllable stays itself."""
-    # Why pairs for Korean: particles and endings are written onto the word (회의 + 는 = 회의는), so whole words
-    # rarely match between a question and a document, while pairs of syllables do (출장비 and 출장 share 출장).
-    # The price: accidental matches (장비, "equipment", hides in 출장비), more tokens per Korean line, and a
-    # one-syllable word matches only itself. A morphological analyser (Kiwi, MeCab-ko) would split 회의는 into
-    # 회의 + 는, at the cost of a large dependency. English words are matched whole and unstemmed.
+    ``tokenize("출장비 규정, Q3!")`` is ``['출장', '장비', '규정', 'q3']``. Korean writes particles onto words
+    (회의 + 는 = 회의는), so whole words rarely match while pairs do, at the price of accidents (장비 in 출장비)."""
     tokens: list[str] = []
     for run in _RUNS.findall(unicodedata.normalize("NFC", text).casefold()):   # NFC: ㅎ+ㅚ typed apart is 회
         if len(run) > 1 and "\uac00" <= run[0] <= "\ud7a3":
@@ -47,7 +38,6 @@ def tokenize(text: str) -> list[str]:
     return tokens
 
 
-# ---------------------------------------------------------------- chunks of whole lines
 @dataclass
 class Chunk:
     path: str         # relative to the workspace, as read_file takes it
@@ -57,12 +47,10 @@ class Chunk:
 
 
 def chunk(text: str, path: str, lines: int = 4, overlap: int = 1) -> list[Chunk]:
-    """Runs of ``lines`` whole lines, each starting ``lines - overlap`` lines after the one before, so a passage
-    cut by one boundary is whole in a neighbour. Runs of blank lines only are left out."""
+    """Non-blank runs of ``lines`` whole lines, overlapping so that a passage cut by one boundary is whole in one."""
     if type(lines) is not int or type(overlap) is not int or lines < 1 or not 0 <= overlap < lines:
         raise ValueError("chunk needs whole numbers with lines >= 1 and 0 <= overlap < lines")
-    # "\n" only, as editors number lines: str.splitlines also breaks at \x0c or \u2028 and would shift them.
-    rows = [row.removesuffix("\r") for row in text.split("\n")]
+    rows = [row.removesuffix("\r") for row in text.split("\n")]   # as editors count: splitlines breaks at \x0c too
     rows, chunks = rows[:-1] if rows[-1] == "" else rows, []   # a final "\n" ends the last line, starts none
     for start in range(0, len(rows), lines - overlap):
         part = rows[start:start + lines]
@@ -73,14 +61,10 @@ def chunk(text: str, path: str, lines: int = 4, overlap: int = 1) -> list[Chunk]
     return chunks
 
 
-# ---------------------------------------------------------------- ranking
 class BM25:
-    """Okapi BM25 in the variant of rank-bm25's ``BM25Okapi`` (0.2), so the two give the same scores. A word in
-    n of the N documents has idf = ln(N - n + 0.5) - ln(n + 0.5); in more than half of them that is negative,
-    and it becomes epsilon × the average idf of all words instead (rank-bm25's floor). A document of dl tokens
-    holding a query word f times gains idf · f·(k1 + 1) / (f + k1·(1 - b + b·dl/avgdl)) from it: each extra
-    match helps less (k1), long documents are discounted (b), and a word repeated in the query counts twice."""
-
+    """Okapi BM25, scoring as rank-bm25's ``BM25Okapi`` (0.2). A word in n of N documents has idf ln(N - n + 0.5)
+    - ln(n + 0.5), or epsilon × the average idf where that is negative. A document of dl tokens gains, per query
+    word found f times, idf · f·(k1 + 1) / (f + k1·(1 - b + b·dl/avgdl)): extra matches help less, long ones less."""
     def __init__(self, documents, k1: float = 1.5, b: float = 0.75, epsilon: float = 0.25):
         if isinstance(documents, str) or any(isinstance(d, str) for d in documents):
             raise TypeError("BM25 takes Chunks or lists of tokens (tokenize(text)), not plain strings")
@@ -104,10 +88,6 @@ class BM25:
         return scores
 
 
-# ---------------------------------------------------------------- the workspace as an index
-MAX_FILES, MAX_FILE_BYTES = 200, 100_000   # a workspace of notes, not a disk: more needs a real search engine
-
-
 @dataclass
 class Hit:
     path: str
@@ -118,13 +98,11 @@ class Hit:
 
     @property
     def citation(self) -> str:
-        lines = f"{self.start_line}" if self.start_line == self.end_line else f"{self.start_line}-{self.end_line}"
-        return f"{self.path}:{lines}"
+        return f"{self.path}:{self.start_line}" + (f"-{self.end_line}" if self.end_line != self.start_line else "")
 
 
 def _files(folder: str):
-    """Workspace paths of the files under ``folder``, in name order; hidden names are left out and folders
-    reached through a symlink are not entered."""
+    """Workspace paths of the files under ``folder``, in name order, without hidden ones or symlinked folders."""
     start, root = inside_workspace(folder), Path.cwd().resolve()
     if not start.is_dir():
         raise ToolError(f"there is no folder '{folder}' in the workspace; call list_files to see what exists")
@@ -153,7 +131,6 @@ def _read_text(path: str, max_bytes: int) -> str:
 
 class Index:
     """Chunks of text files ranked by BM25; ``skipped`` lists (path, why) for each file left out."""
-
     def __init__(self, chunks: list[Chunk], skipped: list[tuple[str, str]] | None = None):
         self.chunks, self.skipped = list(chunks), list(skipped or [])
         self.bm25 = BM25(self.chunks)
@@ -161,8 +138,7 @@ class Index:
     @classmethod
     def from_workspace(cls, folder: str = ".", *, lines: int = 4, overlap: int = 1,
                        max_files: int = MAX_FILES, max_bytes: int = MAX_FILE_BYTES) -> Index:
-        """Index the files under ``folder`` (inside the workspace): the first ``max_files`` in name order, of
-        at most ``max_bytes`` each; binary, non-UTF-8 and outside ones are skipped, with the reason."""
+        """Index the first ``max_files`` files under ``folder`` of at most ``max_bytes`` each; others are skipped."""
         chunks, skipped = [], []
         for n, path in enumerate(_files(folder)):
             if n == max_files:
@@ -175,10 +151,8 @@ class Index:
         return cls(chunks, skipped)
 
     def search(self, query: str, k: int = 3) -> list[Hit]:
-        """The ``k`` best chunks holding a query word that carries weight (idf above 0; "the" is in most chunks
-        and tells nothing), each cut to the lines holding such a word; if no query word carries weight (or the
-        index has under three chunks, where every idf is at most 0), any query word counts. A line already
-        cited (overlapping chunks share lines) is not cited again: a chunk is cut to its new lines, or passed."""
+        """The ``k`` best chunks holding a query word with idf above 0 ("the" tells nothing), or any query word if
+        none has, each cut to the lines holding one. A line already cited (chunks overlap) is not cited again."""
         if type(k) is not int or k < 1:
             raise ValueError("k must be a whole number, at least 1")
         words = tokenize(query)
@@ -199,10 +173,6 @@ class Index:
     def __repr__(self) -> str:
         files = len({c.path for c in self.chunks})
         return f"Index({len(self.chunks)} chunks from {files} files, {len(self.skipped)} skipped)"
-
-
-# ---------------------------------------------------------------- the tool
-MAX_QUERY_CHARS, MAX_K, MAX_LINE_CHARS, MAX_OUTPUT_CHARS = 300, 10, 200, 4000
 
 
 def _shown(text: str) -> str:   # a control character or half an emoji cannot fake a line or break the output
@@ -234,8 +204,7 @@ def search_workspace(query: str, k: int = 3) -> str:
     index = Index.from_workspace()
     if not index.chunks:
         return "The workspace has no text files to search; call list_files to see what is there."
-    hits = index.search(query, k)
-    if not hits:
+    if not (hits := index.search(query, k)):
         return ("No passage in the workspace matches the query's words; try other words, the documents' "
                 "language, or list_files and read_file.")
     text = "\n".join(f"{_shown(h.citation)} (score {h.score:.2f}): "

@@ -1,22 +1,11 @@
-"""Stage 11 — structured output: the final answer as a call of a tool whose parameters are the answer's fields,
-which the API is told to make (``tool_choice``), instead of JSON the model was asked nicely to write.
+"""Stage 11 — structured output: the final answer as a call of a tool the API is told to make (``tool_choice``).
 
-Adds: ``structured_answer(model, history, answer_tool)``, one more model call after a run. The answer's shape
-is a plain function (its signature is the schema, stage 03; its body may check values and raise
-``ToolError``), sent as the only tool. With ``force=True`` the call names it in ``tool_choice`` (the adapters
-of stage 08 take ``tool_choice``: ``"auto"``, ``"any"``, ``"none"`` or a tool's name), so the reply is that
-call and nothing else. With ``force=False`` the same request is only asked: a native model may answer in
-prose instead, and a text model (asked for stage 04's JSON action) is read with ``parse_reply``. Either way the arguments go through stage 05's ``dispatch``, so a missing field,
-a wrong type or a value the function refuses is a ``problem`` sentence, never a crash. ``Structured`` holds
-the ``data`` (the checked arguments), the ``problem`` and the reply.
+Adds: ``structured_answer``, one more model call after a run, with the answer's shape as the only tool (a plain
+function, stage 03): ``force=True`` names it in ``tool_choice`` (Anthropic refuses that while thinking is on),
+``force=False`` only asks. Stage 05's ``dispatch`` checks the arguments: a bad answer is a ``problem`` sentence.
 
-What the providers forbid: Anthropic refuses a forced ``tool_choice`` (``any`` or a name) while thinking is
-on ("Thinking may not be enabled when tool_choice forces tool use."), so with thinking on only asking works;
-OpenAI's Chat Completions takes ``tool_choice`` only alongside ``tools``; Ollama's /api/chat has none.
-
-Leaves out: the providers' constrained decoding to a JSON Schema (OpenAI's ``response_format``, Anthropic's
-structured outputs), which would make the check here a formality; nested answer types beyond what stage 03
-describes; and asking again after a bad answer (the agent loop of stage 06 does that for tool calls).
+Leaves out: the providers' constrained decoding to a JSON Schema (``response_format``, structured outputs),
+nested answer types beyond stage 03's, and asking again after a bad answer.
 """
 from __future__ import annotations
 

@@ -1,13 +1,10 @@
 """Stage 01 — tools are plain functions.
 
-Adds: a safe calculator (an AST whitelist, never ``eval``), ``lookup`` over a small bilingual knowledge base,
-and ``search_docs`` over a few documents, one of which carries an injected instruction (stage 07 shows the
-agent treating it as data); with them, ``read_file`` and ``list_files``, locked to the workspace (the current
-working directory) by ``workspace.py``. Every tool takes and returns text and raises ``ToolError`` with a
-message written for the model.
+Adds: a safe ``calculator`` (an AST whitelist, never ``eval``), ``lookup`` over a small bilingual knowledge base and
+``search_docs`` over a few documents, one with an injected instruction (stage 07 treats it as data); with them, the
+file tools of ``workspace.py``. Each takes and returns text and raises ``ToolError`` with a message for the model.
 
-Leaves out: how a tool is found by name (stage 02), described to the model (03) or called safely with
-arguments the model made up (05).
+Leaves out: finding a tool by name (stage 02), describing it to the model (03), calling it safely (05).
 """
 from __future__ import annotations
 
@@ -19,40 +16,23 @@ from functools import cache
 from pathlib import Path
 
 from .workspace import ToolError, list_files, read_file  # noqa: F401 (the file tools live with their workspace)
-from .workspace import OS_FAILURES, inside_workspace, os_problem, shorten, write_atomically  # noqa: F401 (old imports)
 
 
-# ---------------------------------------------------------------- calculator
 MAX_EXPRESSION_CHARS = 200   # long enough for real arithmetic, short enough to parse instantly
 MAX_DEPTH = 100              # nesting; a flat 1+1+...+1 that fits in 200 characters stays under it
 MAX_RESULT_BITS = 3_000      # about 900 digits: beyond that it is not arithmetic a model needs
 
-_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.Div: operator.truediv, ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod,
-           ast.Pow: operator.pow}
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow}
 _UNARY = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _SYMBOLS = {ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitAnd: "&", ast.BitXor: "^",
             ast.Invert: "~", ast.Not: "not", ast.MatMult: "@"}
-_REFUSED = {ast.Name: "names", ast.Call: "function calls", ast.Attribute: "attributes",
-            ast.Lambda: "lambdas", ast.Compare: "comparisons", ast.BoolOp: "and/or",
-            ast.Subscript: "indexing", ast.JoinedStr: "f-strings", ast.IfExp: "if/else",
-            ast.Tuple: "tuples", ast.List: "lists", ast.Dict: "dicts", ast.Set: "sets"}
-
-
-def _refuse_node(node: ast.AST) -> ToolError:
-    if isinstance(node, ast.Constant):
-        what = "strings are" if isinstance(node.value, (str, bytes)) else f"the value {node.value!r} is"
-    elif isinstance(node, (ast.BinOp, ast.UnaryOp)):
-        what = f"the operator {_SYMBOLS[type(node.op)]} is"   # every operator _evaluate does not take is here
-    else:
-        what = _REFUSED.get(type(node), f"{type(node).__name__} expressions") + " are"
-    return ToolError(f"{what} not allowed; use numbers, + - * / // % ** and parentheses")
-
-
+_REFUSED = {ast.Name: "names", ast.Call: "function calls", ast.Attribute: "attributes", ast.Lambda: "lambdas",
+            ast.Compare: "comparisons", ast.BoolOp: "and/or", ast.Subscript: "indexing", ast.JoinedStr: "f-strings",
+            ast.IfExp: "if/else", ast.Tuple: "tuples", ast.List: "lists", ast.Dict: "dicts", ast.Set: "sets"}
 _TOO_BIG = "the result is too large (over about 900 digits); split the calculation"
 _OUT_OF_RANGE = "the result is out of range for a floating-point number"
-# Underflow gets the same treatment as overflow: a nonzero result too small for a float would silently become
-# 0.0 (10**-400, 1e-200*1e-200, 1e-400), a wrong answer given with confidence, so it is refused instead.
+# Underflow is refused like overflow: 10**-400, 1e-200*1e-200 or 1e-400 silently becoming 0.0 is a wrong answer.
 _TOO_SMALL = "the result is too small for a floating-point number (it would be rounded to 0); rescale the numbers"
 
 
@@ -65,9 +45,8 @@ def _check_size(value):
 
 
 def _power(base, exponent):
-    # Estimate the size first: 9**9**9 must be refused before Python tries to build it.
-    # The result has at least exponent * (bits of the base - 1) + 1 bits. A base of 0 is left out: 0 to a
-    # negative power is a division by zero, not a large number.
+    # 9**9**9 is refused before Python tries to build it: the result has at least exponent * (bits of the base - 1)
+    # + 1 bits. A base of 0 is left out: 0 to a negative power is a division by zero, not a large number.
     if isinstance(base, int) and isinstance(exponent, int) and base != 0:
         if exponent * (abs(base).bit_length() - 1) >= MAX_RESULT_BITS:
             raise ToolError(_TOO_BIG)
@@ -94,17 +73,13 @@ def _evaluate(node: ast.AST, depth: int = 0):
                 and isinstance(node.op, (ast.Mult, ast.Div, ast.Pow)):
             raise ToolError(_TOO_SMALL)
         return _check_size(result)
-    raise _refuse_node(node)
-
-
-def _literal_underflows(expression: str, tree: ast.AST) -> bool:
-    """A literal such as 1e-400 is read as 0.0: is the part before its exponent nonzero?"""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and type(node.value) is float and node.value == 0:
-            mantissa = ast.get_source_segment(expression, node).lower().split("e")[0]
-            if float(mantissa) != 0:   # at most 200 digits without an exponent: never rounded to 0 itself
-                return True
-    return False
+    if isinstance(node, ast.Constant):   # anything else is refused, saying what it is
+        what = "strings are" if isinstance(node.value, (str, bytes)) else f"the value {node.value!r} is"
+    elif isinstance(node, (ast.BinOp, ast.UnaryOp)):
+        what = f"the operator {_SYMBOLS[type(node.op)]} is"   # every operator _evaluate does not take is here
+    else:
+        what = _REFUSED.get(type(node), f"{type(node).__name__} expressions") + " are"
+    raise ToolError(f"{what} not allowed; use numbers, + - * / // % ** and parentheses")
 
 
 def calculator(expression: str) -> str:
@@ -127,8 +102,10 @@ def calculator(expression: str) -> str:
     except (SyntaxError, ValueError, RecursionError, MemoryError) as e:
         raise ToolError(f"not a valid arithmetic expression ({type(e).__name__}); "
                         "use numbers, + - * / // % ** and parentheses") from None
-    # Only an exponent makes a literal that small: 200 characters of "0.000…1" still reach 1e-199.
-    if _literal_underflows(expression, tree):
+    # A literal such as 1e-400 is read as 0.0: refused if the digits before its exponent are not 0. (Only an
+    # exponent makes a literal that small: 200 characters of "0.000…1" still reach 1e-199.)
+    zeros = (n for n in ast.walk(tree) if isinstance(n, ast.Constant) and type(n.value) is float and n.value == 0)
+    if any(float(ast.get_source_segment(expression, n).lower().split("e")[0]) != 0 for n in zeros):
         raise ToolError(_TOO_SMALL)
     try:
         value = _evaluate(tree.body)
@@ -139,7 +116,6 @@ def calculator(expression: str) -> str:
     return str(value)   # for a float, str is repr: 0.1+0.2 shows as 0.30000000000000004
 
 
-# ---------------------------------------------------------------- knowledge
 @cache
 def _data(name: str) -> dict:
     return json.loads((Path(__file__).parent / "data" / name).read_text(encoding="utf-8"))

@@ -1,16 +1,11 @@
-"""Stage 01 — the workspace: the one folder the file tools may touch (the current working directory), the checks
-that keep every path inside it, and the file tools themselves.
+"""Stage 01 — the workspace: the one folder the file tools may touch, and the whole-file writes later stages share.
 
-Adds: ``ToolError``, how every tool refuses its input, with a message written for the model. ``inside_workspace``
-resolves a path and refuses anything that ends up outside: ``..`` escapes, absolute paths elsewhere, symlinks that
-lead out, a sibling folder sharing the name's prefix, NUL bytes, overlong paths. ``read_file`` and ``list_files``
-go through it, check again what they really opened, and do bounded work whatever they meet (a huge file is cut
-with a note, a named pipe is refused, not waited on). ``shorten`` and ``os_problem`` word a path and a failure of
-the operating system (one of ``OS_FAILURES``) for the model, never with the absolute path. ``write_atomically``
-replaces a file whole or not at all; ``write_json`` writes data with it as strict JSON (transcripts, notes).
+Adds: ``ToolError``; ``inside_workspace``, refusing any path that ends up outside the current folder; ``read_file``
+and ``list_files``, which check again what they opened and do bounded work whatever they meet; ``shorten`` and
+``os_problem``, wording paths and OS failures for the model; ``write_atomically`` and ``write_json``, which replace
+a file whole or not at all (transcripts, notes).
 
-Leaves out: writing tools (stage 09's approval gate adds one), any folder but the current one, text other than
-UTF-8 (undecodable bytes become �), and a real sandbox (a process that cannot reach outside at all).
+Leaves out: writing tools (stage 09 adds one), any folder but this one, text other than UTF-8, and a real sandbox.
 """
 from __future__ import annotations
 
@@ -28,30 +23,26 @@ class ToolError(Exception):
     """A tool refused its input; the message tells the model what was wrong and what to do."""
 
 
-# ---------------------------------------------------------------- staying inside the workspace
 MAX_READ_CHARS = 1_000_000   # the most read_file returns in one call, whatever max_chars asks for
 MAX_COUNTED = 1_000_000      # past the cut, characters are counted up to this many; beyond it, "more than"
 MAX_LISTED, MAX_SCANNED = 200, 10_000   # entries list_files shows, and looks at
 MAX_PATH_CHARS = 4096        # the usual system limit on a whole path (PATH_MAX)
-# How files and folders are opened. O_NONBLOCK: opening a named pipe must not wait for a writer (read_file refuses
-# it after the open); O_DIRECTORY: opening anything but a folder fails at once. Systems without them use 0.
-OPEN_FILE = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
-OPEN_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+OS_FAILURES = (OSError, RuntimeError, ValueError, OverflowError, MemoryError)   # a hostile path or file may raise
+OPEN_FILE = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)      # a named pipe opens without waiting for a writer
+OPEN_FOLDER = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)   # anything but a folder fails to open
 
 
 def shorten(path: str) -> str:
     """A path as error messages show it: relative to the workspace, at most 80 characters."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         if os.path.isabs(path) and Path(path).is_relative_to(Path.cwd()):
             path = os.path.relpath(path)
-    except (OSError, ValueError):
-        pass
     return path if len(path) <= 80 else path[:80] + "…"
 
 
 def os_problem(path: str, e: BaseException) -> ToolError:
     """An operating-system failure, told in terms of the path the model gave: never the absolute path."""
-    number = getattr(e, "errno", None)
+    number, why = getattr(e, "errno", None), getattr(e, "strerror", None) or type(e).__name__
     if isinstance(e, RecursionError):
         why = "the path goes through too many levels of links"
     elif isinstance(e, RuntimeError) or number == errno.ELOOP:   # Python 3.11 reports a loop as RuntimeError
@@ -62,17 +53,7 @@ def os_problem(path: str, e: BaseException) -> ToolError:
         why = "permission denied"
     elif isinstance(e, MemoryError):
         why = "not enough memory for that much text; ask for less"
-    else:
-        why = getattr(e, "strerror", None) or type(e).__name__
     return ToolError(f"cannot use '{shorten(path)}': {why}")
-
-
-# What the file system or Python may raise on a hostile path or file; each becomes a ToolError (os_problem).
-OS_FAILURES = (OSError, RuntimeError, ValueError, OverflowError, MemoryError)
-
-
-def _outside(path: str) -> ToolError:
-    return ToolError(f"'{shorten(path)}' is outside the workspace; use a path inside the current folder")
 
 
 def inside_workspace(path: str) -> Path:
@@ -85,31 +66,27 @@ def inside_workspace(path: str) -> Path:
         raise ToolError("path contains a NUL byte, which no file name can hold")
     try:
         os.fsencode(path)
-    except UnicodeEncodeError:   # half of an emoji (a lone surrogate) cannot be part of a file name
-        raise ToolError("path contains a character no file name can hold; use plain text") from None
-    try:
         root = Path.cwd().resolve()
         target = (root / path).resolve()   # follows symlinks, so a link pointing outside is caught here
+    except UnicodeEncodeError:   # half of an emoji (a lone surrogate) cannot be part of a file name
+        raise ToolError("path contains a character no file name can hold; use plain text") from None
     except OS_FAILURES as e:
         raise os_problem(path, e) from None
     if not target.is_relative_to(root):   # a path check, not a prefix check: /work2 is not inside /work
-        raise _outside(path)
+        raise ToolError(f"'{shorten(path)}' is outside the workspace; use a path inside the current folder")
     return target
 
 
 def _still_inside(fd: int, path: str, root: Path | None = None) -> None:
-    """The file or folder really opened is inside the workspace. A folder swapped for a symlink between the
-    check above and the open would otherwise lead outside; where the system names open files (Linux's
-    /proc/self/fd), the name of what was opened is checked again."""
+    """Check again, by its /proc/self/fd name, what was opened: a folder swapped for a symlink may lead outside."""
     try:
         opened = Path(os.readlink(f"/proc/self/fd/{fd}"))
     except OSError:   # no /proc here: the check in inside_workspace is all there is
         return
     if not opened.is_relative_to(root or Path.cwd().resolve()):
-        raise _outside(path)
+        raise ToolError(f"'{shorten(path)}' is outside the workspace; use a path inside the current folder")
 
 
-# ---------------------------------------------------------------- the file tools
 def read_file(path: str, max_chars: int = 20000) -> str:
     """Read a text file in the workspace (the current folder); to see which files there are, use list_files.
 
@@ -129,31 +106,24 @@ def read_file(path: str, max_chars: int = 20000) -> str:
         raise os_problem(path, e) from None
     try:
         kind = os.fstat(fd).st_mode
-    except OS_FAILURES as e:
-        os.close(fd)
-        raise os_problem(path, e) from None
-    if not stat.S_ISREG(kind):
-        os.close(fd)
         if stat.S_ISDIR(kind):
             raise ToolError(f"'{shorten(path)}' is a folder, not a file; call list_files to see inside it")
-        raise ToolError(f"'{shorten(path)}' is not a regular file (a pipe or a device); it cannot be read")
-    with open(fd, encoding="utf-8", errors="replace") as f:   # bytes that are not UTF-8 become �
+        if not stat.S_ISREG(kind):
+            raise ToolError(f"'{shorten(path)}' is not a regular file (a pipe or a device); it cannot be read")
         _still_inside(fd, path)
-        try:
+        with open(fd, encoding="utf-8", errors="replace", closefd=False) as f:   # bytes that are not UTF-8 become �
             text, rest = f.read(wanted), f.read(MAX_COUNTED)   # bounded work, however large the file
             more = f.read(1) != ""
-        except OS_FAILURES as e:
-            raise os_problem(path, e) from None
+    except OS_FAILURES as e:
+        raise os_problem(path, e) from None
+    finally:
+        os.close(fd)
     if rest:
         left = f"more than {len(rest):,}" if more else f"{len(rest):,}"
         how = "pass a larger max_chars to see more" if wanted < MAX_READ_CHARS else \
             f"read_file returns at most {MAX_READ_CHARS:,} characters"
         text += f"\n[... cut: {left} more characters not shown; {how}]"
     return text
-
-
-def _entry(name: str) -> str:   # a name with a newline (or other control) must not fake extra lines
-    return name if name.isprintable() else repr(name)
 
 
 def list_files(directory: str = ".") -> str:
@@ -168,7 +138,8 @@ def list_files(directory: str = ".") -> str:
         try:
             _still_inside(fd, directory)
             with os.scandir(fd if os.scandir in os.supports_fd else target) as entries:
-                names = sorted(_entry(e.name) + ("/" if e.is_dir() else "")
+                # repr: a name with a newline (or other control character) must not fake extra lines
+                names = sorted((e.name if e.name.isprintable() else repr(e.name)) + ("/" if e.is_dir() else "")
                                for e in itertools.islice(entries, MAX_SCANNED) if not e.name.startswith("."))
                 unseen = next(entries, None) is not None
         finally:
@@ -187,15 +158,9 @@ def list_files(directory: str = ".") -> str:
     return "\n".join(names[:MAX_LISTED]) + more
 
 
-# ---------------------------------------------------------------- writing a file whole
 def write_atomically(target: Path, data: bytes, *, inside: Path | None = None) -> None:
-    """Write ``data`` to a temporary file beside ``target``, then rename it over ``target``.
-
-    Until the rename the old file is untouched, so a failure at any point (a full disk, an error) loses
-    nothing and removes the temporary file (only a killed process can leave a hidden ``.name.….tmp``); and a
-    rename replaces a hard link or a symlink instead of writing through it. A file that existed keeps its
-    permissions. With ``inside``, the folder written to must still be inside that folder when it is opened.
-    Everything happens relative to the opened folder, so swapping it for a symlink midway changes nothing."""
+    """Write a temporary file beside ``target``, then rename it over: a failure loses nothing, a link is replaced, not
+    written through, permissions are kept; every step runs in the opened folder, which must lie ``inside`` if given."""
     temporary = f".{target.name[:50]}.{os.urandom(6).hex()}.tmp"
     target.parent.mkdir(parents=True, exist_ok=True)
     if os.open in os.supports_dir_fd:   # POSIX: every step relative to the opened folder
@@ -206,11 +171,10 @@ def write_atomically(target: Path, data: bytes, *, inside: Path | None = None) -
     try:
         if inside is not None and folder is not None:
             _still_inside(folder, str(target), inside)
-        try:
+        mode = None   # a new file: os.open's 0o666, less the umask, as any program would make it
+        with contextlib.suppress(FileNotFoundError):
             old = os.stat(name, follow_symlinks=False, **at)
             mode = stat.S_IMODE(old.st_mode) if stat.S_ISREG(old.st_mode) else None
-        except FileNotFoundError:
-            mode = None   # a new file: os.open's 0o666, less the umask, as any program would make it
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666, **at)
         try:
             with open(fd, "wb") as f:
@@ -230,8 +194,7 @@ def write_atomically(target: Path, data: bytes, *, inside: Path | None = None) -
 
 
 def write_json(path: Path, data) -> None:
-    """``data`` as strict UTF-8 JSON, written whole: half an emoji becomes U+FFFD, NaN the text "NaN", a
-    dataclass its fields, and any other object its ``str`` (or a note, if even that fails)."""
+    """``data`` as strict UTF-8 JSON, written whole: NaN as "NaN", a dataclass as its fields, other objects as text."""
     write_atomically(path, (json.dumps(_strict(data), ensure_ascii=False, indent=2) + "\n").encode())
 
 

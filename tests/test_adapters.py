@@ -448,7 +448,8 @@ def test_anthropic_model_settings_come_from_arguments_or_the_environment_and_are
 
 
 # -- the scripted model (course_lib/models/scripted.py) ----------------------------------------------------------
-from course_lib.models.scripted import ScriptedModel, _act, scenario_model  # noqa: E402
+from course_lib.courseware.scenarios import _act, scenario_model  # noqa: E402
+from course_lib.models.scripted import ScriptedModel  # noqa: E402
 
 
 def test_a_script_that_runs_out_says_how_long_it_was_and_which_call_asked():

@@ -7,8 +7,8 @@ import pytest
 
 from course_lib import default_tools
 from course_lib.agent import Agent, default_max_steps
-from course_lib.models import ModelError, Reply, ScriptedModel, ToolCall, scenario_model
-from course_lib.models.scripted import SCENARIOS
+from course_lib.courseware.scenarios import SCENARIOS, scenario_model
+from course_lib.models import ModelError, Reply, ScriptedModel, ToolCall
 
 
 def act(tool, **args):

@@ -9,7 +9,8 @@ import pytest
 from course_lib import default_tools
 from course_lib.control import handoff
 from course_lib.memory import ChatAgent
-from course_lib.models import Reply, ScriptedModel, ToolCall, scenario_model
+from course_lib.courseware.scenarios import scenario_model
+from course_lib.models import Reply, ScriptedModel, ToolCall
 
 
 def act(tool, **args):

@@ -7,11 +7,12 @@ import pytest
 
 from course_lib import ScriptedModel
 from course_lib.agent import Agent
+from course_lib.courseware.cli import load_results
 from course_lib.courseware.eval_lab import (SCRIPTED, careful, chatty_judge, judge_demo, left_to_right, length_judge,
                                             lenient_judge, looping, sloppy)
 from course_lib.eval_tasks import CHECKS, check_task, load_tasks
 from course_lib.evaluation import (RateLimitError, compare, first_number, grade_answer, grade_trajectory,
-                                   is_rate_limit, judge_answer, load_results, run_suite, run_task, summarise,
+                                   is_rate_limit, judge_answer, run_suite, run_task, summarise,
                                    with_retries, Interrupted)
 from course_lib.models.base import ModelError
 
@@ -371,7 +372,7 @@ def test_compare_refuses_what_is_not_a_list_of_run_records(old, new):
 
 
 def test_load_results_reads_the_runs_a_file_saved_and_refuses_a_summary(tmp_path):
-    from course_lib.evaluation import load_results
+    """`course eval --compare` reads what `--out` wrote: the CLI's own file, so its reader is the CLI's."""
     runs, path = [fake("a", True), fake("b", False)], tmp_path / "run.json"
     path.write_text(json.dumps({"model": "careful", "summary": summarise(runs), "results": runs}), encoding="utf-8")
     assert load_results(path) == runs

@@ -23,7 +23,8 @@ from course_lib.dispatch import dispatch
 from course_lib.memory import (as_transcript, continue_after_trim, resend_cost, run_with_memory, split_steps, summarise,
                                trim_window)
 from course_lib.memory_store import MemoryStore, fts5_available, looks_like_secret
-from course_lib.models import ModelError, Reply, ScriptedModel, ToolCall, scenario_model
+from course_lib.courseware.scenarios import scenario_model
+from course_lib.models import ModelError, Reply, ScriptedModel, ToolCall
 from course_lib.models.anthropic import AnthropicModel
 from course_lib.models.openai import OpenAIModel
 from course_lib.courseware.standin import StandInServer

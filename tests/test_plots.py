@@ -8,7 +8,8 @@ matplotlib.use("Agg")
 
 from course_lib import default_tools  # noqa: E402
 from course_lib.agent import Agent  # noqa: E402
-from course_lib.models import Reply, ScriptedModel, ToolCall, scenario_model  # noqa: E402
+from course_lib.courseware.scenarios import scenario_model  # noqa: E402
+from course_lib.models import Reply, ScriptedModel, ToolCall  # noqa: E402
 from course_lib.courseware.plots import (growth_data, growth_plot, timeline_data, timeline_plot, usage_data,  # noqa: E402
                               usage_plot)
 

@@ -5,7 +5,8 @@ pytest.importorskip("ipywidgets")   # part of the course extra; a clear skip rea
 
 from course_lib import default_tools
 from course_lib.agent import Agent
-from course_lib.models import ScriptedModel, scenario_model
+from course_lib.courseware.scenarios import scenario_model
+from course_lib.models import ScriptedModel
 from course_lib.courseware.widgets import AgentStepper
 
 

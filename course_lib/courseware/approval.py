@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..safety import YES, is_yes  # noqa: F401  (stage 09 decides what counts as a yes)
-from ..tools import OS_FAILURES, ToolError, inside_workspace, os_problem, shorten, write_atomically
+from ..workspace import OS_FAILURES, ToolError, inside_workspace, os_problem, shorten, write_atomically
 
 MAX_WRITE_CHARS = 100_000
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from .. import __version__, default_tools
 from ..agent import Agent, Step
-from ..models.scripted import SCENARIOS, ScriptedModel
+from ..models.scripted import ScriptedModel
+from .scenarios import SCENARIOS
 
 # Words that pick a scenario for a goal typed on the command line.
 _KEYWORDS = {"save": ("save", "write", "저장"),   # first: "save the price" is about saving
@@ -100,9 +101,19 @@ def _read(args, option: str, path, read):
         args.error(f"{option} {path}: {e}")
 
 
+def load_results(path) -> list[dict]:
+    """The run records a ``course eval --out`` file saved; ValueError if it holds none, or not run records."""
+    from ..evaluation import passes_by_task
+    saved = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(saved, dict) or "results" not in saved:
+        raise ValueError('it holds no "results": compare files saved with --out (a --json summary has no runs)')
+    passes_by_task(saved["results"])   # a ValueError naming the first record that is not a run's
+    return saved["results"]
+
+
 def eval_compare(args, ev) -> int:
     """``course eval --compare OLD NEW``: a line per changed task (a task missing from NEW is a regression)."""
-    rows = ev.compare(*(_read(args, "--compare", path, ev.load_results) for path in args.compare))
+    rows = ev.compare(*(_read(args, "--compare", path, load_results) for path in args.compare))
     counts = {"regressions": sum(r["change"] == "regression" for r in rows),
               "fixes": sum(r["change"] == "fix" for r in rows), "missing": sum(r["after"] is None for r in rows)}
     lines = [f"{r['change']:<10} {r['task']:<28} passed {r['before']:.0%} → "

@@ -4,10 +4,9 @@ real adapters of stage 08 (``anthropic``, ``openai``), whose SDKs are imported o
 from importlib import import_module
 
 from .base import ModelError, Reply, ToolCall
-from .scripted import SCENARIOS, ScriptedModel, scenario_model
+from .scripted import ScriptedModel
 
-__all__ = ["ModelError", "Reply", "ToolCall", "ScriptedModel", "SCENARIOS", "scenario_model",
-           "AnthropicModel", "OpenAIModel"]
+__all__ = ["ModelError", "Reply", "ToolCall", "ScriptedModel", "AnthropicModel", "OpenAIModel"]
 _LAZY = {"AnthropicModel": ".anthropic", "OpenAIModel": ".openai"}
 
 

@@ -1,25 +1,12 @@
 """Stage 08 — the Anthropic Messages API, with native tool calling, behind the same one-method interface.
 
-Adds: three pure translation functions that unit tests feed plain dicts — ``tools_to_anthropic`` (each
-tool's ``tool_spec`` as ``{"name", "description", "input_schema"}``), ``history_to_anthropic`` (the agent's
-provider-neutral history → ``system`` plus ``messages``: the assistant's turn sent back exactly as the API
-returned it, and every ``tool_result`` of that turn, ``is_error`` where a tool failed, in ONE user message)
-and ``reply_from_anthropic`` (response → ``Reply`` with text, tool calls, thinking text, the stop reason and
-token usage) — and ``AnthropicModel``, which calls the real SDK with them. The ``Agent`` of stage 06 is
-unchanged.
+Adds: pure translations that unit tests feed plain dicts (``tools_to_anthropic``, ``history_to_anthropic``,
+``reply_from_anthropic``) and ``AnthropicModel``, which calls the SDK with them. Thinking blocks (signed or redacted)
+go back unchanged, in order, with their ``tool_use`` turn: ``Reply.raw`` keeps the blocks as they came, unknown types
+too. Stop reasons: ``refusal`` → ``"refused"``, ``max_tokens`` → ``"max_tokens"`` (a cut-off ``tool_use`` never
+runs), ``model_context_window_exceeded`` → ``"context_full"``.
 
-Thinking: current Claude models may think before they answer. A reply can start with a ``thinking`` block
-(its text often left out, but always with a ``signature``) or a ``redacted_thinking`` block. The API
-requires those blocks back, unchanged and in order, with the ``tool_use`` turn they came with, and the
-conversation before them unchanged (append-only). So ``Reply.raw`` keeps the content blocks exactly as they
-came, and ``history_to_anthropic`` sends them back verbatim: blocks are read by ``type``, never by position,
-and a block type this code does not know goes back too.
-
-Stop reasons: ``refusal`` → ``"refused"``, ``max_tokens`` → ``"max_tokens"`` (a ``tool_use`` cut off mid-way
-is never run), ``model_context_window_exceeded`` → ``"context_full"``.
-
-Leaves out: streaming (so ``max_tokens`` stays under what the SDK allows without it), prompt caching and
-images. ``temperature`` is not sent: the current SDK's ``messages.create`` no longer takes it.
+Leaves out: streaming, prompt caching, images and ``temperature`` (the current SDK's ``messages.create`` dropped it).
 """
 from __future__ import annotations
 
@@ -77,9 +64,7 @@ def history_to_anthropic(history: list[dict]) -> tuple[str, list[dict]]:
             message = {"role": "assistant", "content": _assistant_content(m)}
         elif m["role"] == "tool":
             result = {"type": "tool_result", "tool_use_id": m["tool_call_id"], "content": m["content"]}
-            if m.get("is_error"):
-                result["is_error"] = True
-            message = {"role": "user", "content": [result]}
+            message = {"role": "user", "content": [{**result, "is_error": True} if m.get("is_error") else result]}
         else:
             message = {"role": m["role"], "content": m["content"]}
         if messages and messages[-1]["role"] == message["role"]:
@@ -96,8 +81,7 @@ def reply_from_anthropic(data: dict) -> Reply:
     usage = data.get("usage") or {}
     reason = data.get("stop_reason")
     return Reply(text=scrub("".join(b.get("text", "") for b in blocks if b.get("type") == "text")), tool_calls=calls,
-                 usage={"input_tokens": usage.get("input_tokens") or 0,
-                        "output_tokens": usage.get("output_tokens") or 0},
+                 usage={k: usage.get(k) or 0 for k in ("input_tokens", "output_tokens")},
                  stop=STOPS.get(reason), provider_stop=reason,
                  thinking="\n".join(b["thinking"] for b in blocks if b.get("type") == "thinking" and b.get("thinking")),
                  raw={"format": "anthropic", "content": blocks})
@@ -114,11 +98,9 @@ def _setting(value, variable: str, allowed, what: str):
 class AnthropicModel:
     """Claude through the Messages API. ``AnthropicModel()`` reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
 
-    ``thinking``: None (default: the model decides; Claude Haiku 5.5 thinks adaptively and leaves the text
-    out), ``"adaptive"``, ``"summarized"`` (adaptive, with a summary of the thinking returned),
-    ``"disabled"``, or a dict, sent as the request's ``thinking`` as it is; or COURSE_ANTHROPIC_THINKING.
-    ``effort``: None (the model's default), or one of ``low``, ``medium``, ``high``, ``xhigh``, ``max``; or
-    COURSE_ANTHROPIC_EFFORT."""
+    ``thinking``: None (the model decides), ``"adaptive"``, ``"summarized"`` (with a summary of the thinking),
+    ``"disabled"``, or a dict sent as it is; ``effort``: None (the model's default) or one of ``EFFORTS``.
+    Left None, they come from COURSE_ANTHROPIC_THINKING and COURSE_ANTHROPIC_EFFORT when set."""
 
     def __init__(self, model: str | None = None, *, client=None, base_url: str | None = None,
                  api_key: str | None = None, max_tokens: int = DEFAULT_MAX_TOKENS, native_tools: bool = True,
@@ -129,14 +111,12 @@ class AnthropicModel:
         self.max_tokens, self.native_tools = max_tokens, native_tools
         self.thinking = _setting(thinking, "COURSE_ANTHROPIC_THINKING", tuple(THINKING), "thinking")
         self.effort = _setting(effort, "COURSE_ANTHROPIC_EFFORT", EFFORTS, "effort")
-        self.client = client or make_client("anthropic", base_url=base_url, api_key=api_key,
-                                            max_retries=max_retries)
+        self.client = client or make_client("anthropic", base_url=base_url, api_key=api_key, max_retries=max_retries)
 
     def request(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
                 tool_choice: str | None = None) -> dict:
-        """The keyword arguments for ``client.messages.create``: plain data, handy to print. ``tool_choice``
-        (stage 11): ``"auto"``, ``"any"``, ``"none"`` or a tool's name; the API refuses a forced one (``any``
-        or a name) while thinking is on."""
+        """The keyword arguments for ``client.messages.create``: plain data, handy to print. ``tool_choice`` (stage 11):
+        ``"auto"``, ``"any"``, ``"none"`` or a tool's name; the API refuses a forced one while thinking is on."""
         system, converted = history_to_anthropic(messages)
         request = {"model": self.model, "max_tokens": self.max_tokens, "messages": converted}
         if system:
@@ -145,8 +125,7 @@ class AnthropicModel:
             request["tools"] = tools_to_anthropic(tools)
         if tool_choice is not None:
             request["tool_choice"] = choice_to_anthropic(checked_choice(tool_choice, tools))
-        if self.thinking is not None:
-            # a named setting, or a dict sent as it is (a dict cannot be a key: THINKING.get would raise)
+        if self.thinking is not None:   # a named setting, or a dict sent as it is (a dict cannot be a key of THINKING)
             request["thinking"] = self.thinking if isinstance(self.thinking, dict) else THINKING[self.thinking]
         if self.effort is not None:
             request["output_config"] = {"effort": self.effort}
@@ -168,4 +147,5 @@ class AnthropicModel:
         return f"AnthropicModel(model={self.model!r}, native_tools={self.native_tools})"
 
 
-__all__ = ["AnthropicModel", "ModelError", "choice_to_anthropic", "history_to_anthropic", "reply_from_anthropic", "tools_to_anthropic"]
+__all__ = ["AnthropicModel", "ModelError", "choice_to_anthropic", "history_to_anthropic", "reply_from_anthropic",
+           "tools_to_anthropic"]

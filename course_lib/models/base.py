@@ -1,18 +1,10 @@
-"""The model interface shared by every stage from 06 on: one method, one provider-neutral reply shape.
+"""Stage 06 — the model interface of every later stage: one method, one provider-neutral reply shape.
 
-A model is any object with ``complete(messages, tools) -> Reply`` (or any plain function
-``f(messages) -> str``). ``messages`` is the agent's history, a list of plain dicts; ``tools`` is the name →
-function mapping, which native tool-calling adapters (stage 08) turn into their provider's format.
+Adds: a model is an object with ``complete(messages, tools) -> Reply`` or a function ``f(messages) -> str``,
+raising ``ModelError`` when it cannot answer. A ``Reply`` has text, native ``tool_calls``, ``stop`` when a real
+API gave no usable answer (``"refused"``, ``"max_tokens"``, ``"context_full"``) and ``raw`` to send back as is.
 
-A ``Reply`` carries text, and optionally native ``tool_calls``: the agent runs those directly instead of
-parsing the text, so the same ``Agent`` drives a scripted model, a text-JSON model and a real API.
-A model that cannot answer raises ``ModelError``; the agent ends the run with ``stop_reason="model_error"``
-(or the error's own ``stop_reason``, e.g. ``"context_full"`` when the conversation no longer fits).
-
-Real APIs can also stop *without* a usable answer: they refuse, run out of output tokens, or find the context
-window full. A ``Reply`` says so in ``stop``: ``"refused"``, ``"max_tokens"`` or ``"context_full"`` (``None``
-is a normal reply), with the provider's own word in ``provider_stop``. ``raw`` holds the provider's assistant
-content exactly as it came (e.g. Claude's signed thinking blocks), which the adapter must send back unchanged.
+Leaves out: any provider's wire format (the adapters of stage 08).
 """
 from __future__ import annotations
 
@@ -87,9 +79,9 @@ class Reply:
 
     def stop_sentence(self) -> str:
         """Why there is no answer, when ``stop`` says the model stopped without one (a refusal quotes it)."""
-        why = self.provider_stop or self.stop
         quoted = " ".join(self.text.split())[:200]   # a refusal's own words help the reader
-        return STOPS[self.stop].format(why=why) + (f' It said: "{quoted}".' if self.stop == "refused" and quoted else "")
+        said = f' It said: "{quoted}".' if self.stop == "refused" and quoted else ""
+        return STOPS[self.stop].format(why=self.provider_stop or self.stop) + said
 
     @classmethod
     def coerce(cls, value) -> "Reply":
@@ -99,25 +91,19 @@ class Reply:
         if isinstance(value, str):
             return cls(text=value)
         if isinstance(value, dict):
-            _only(value, _REPLY_KEYS, "a reply")
+            _only(value, ("text", "tool_calls", "usage", "stop", "provider_stop", "thinking"), "a reply")
             if not isinstance(value.get("text", ""), str):
                 raise ModelError(f'a reply\'s "text" must be text, not {type(value["text"]).__name__}')
             calls = value.get("tool_calls") or ()
             if not isinstance(calls, (list, tuple)):
                 raise ModelError(f'a reply\'s "tool_calls" must be a list of calls, not {type(calls).__name__}')
             calls = tuple(_tool_call(c, i) for i, c in enumerate(calls))
-            stop = value.get("stop")
-            return cls(text=value.get("text", ""), tool_calls=calls, usage=value.get("usage"), stop=stop,
+            return cls(text=value.get("text", ""), tool_calls=calls, usage=value.get("usage"), stop=value.get("stop"),
                        provider_stop=value.get("provider_stop"), thinking=value.get("thinking", ""))
         raise ModelError(f"a model reply must be text, a dict or a Reply, not {type(value).__name__}")
 
 
-_REPLY_KEYS = ("text", "tool_calls", "usage", "stop", "provider_stop", "thinking")
-_CALL_KEYS = ("name", "args", "id")
-
-
-def _only(value: dict, allowed: tuple, what: str) -> None:
-    """A typo in a scripted reply (``"tool"`` for ``"name"``) is a ModelError with a sentence, not a KeyError."""
+def _only(value: dict, allowed: tuple, what: str) -> None:   # a typo ("tool" for "name"): a sentence, no KeyError
     unknown = [k for k in value if k not in allowed]
     if unknown:
         raise ModelError(f"{what} has unknown key(s) {', '.join(map(repr, unknown))}; "
@@ -131,7 +117,7 @@ def _tool_call(call, i: int) -> ToolCall:
     if not isinstance(call, dict):
         raise ModelError(f'{what} must be a dict like {{"name": "calculator", "args": {{...}}}}, '
                          f"not {type(call).__name__}")
-    _only(call, _CALL_KEYS, what)
+    _only(call, ("name", "args", "id"), what)
     if not isinstance(call.get("name"), str):
         raise ModelError(f'{what} needs a "name" naming the tool, e.g. {{"name": "calculator", "args": {{...}}}}')
     args = {} if call.get("args") is None else call["args"]   # args that are not a dict: dispatch says so
@@ -139,31 +125,20 @@ def _tool_call(call, i: int) -> ToolCall:
 
 
 def scrub(value):
-    """``value`` with every lone surrogate (half an emoji) replaced by U+FFFD; see ``_scrub``. Data nested so
-    deep that it exhausts the stack (a hostile reply) is a ModelError, not a RecursionError."""
+    """``value`` with every lone surrogate (half an emoji, e.g. from JSON ``"\\ud83d"``) replaced by U+FFFD, through
+    dicts, lists and tuples: SDKs and ``json`` cannot encode such text as UTF-8. Pairs become the real character."""
     try:
-        return _scrub(value)
-    except RecursionError:
+        if isinstance(value, str):
+            return whole(value)
+        if isinstance(value, dict):
+            return {scrub(k): scrub(v) for k, v in value.items()}
+        return type(value)(scrub(v) for v in value) if isinstance(value, (list, tuple)) else value
+    except RecursionError:   # nested deep enough to exhaust the stack (a hostile reply): a sentence, no traceback
         raise ModelError("the reply is nested too deeply to read; ask for flatter arguments") from None
 
 
-def _scrub(value):
-    """``value`` with every lone surrogate (half an emoji, e.g. from a JSON ``"\\ud83d"``) replaced by U+FFFD.
-
-    Such text cannot be encoded as UTF-8, so the SDKs and ``json`` writers would raise on it. Pairs that
-    belong together become the real character. Works through dicts, lists and tuples; other values pass."""
-    if isinstance(value, str):
-        return whole(value)
-    if isinstance(value, dict):
-        return {_scrub(k): _scrub(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_scrub(v) for v in value)
-    return value
-
-
 def _deeper_than(value, limit: int) -> bool:
-    """Whether lists and dicts nest more than ``limit`` deep, found level by level (no recursion, so a
-    self-containing list or 10,000 levels cannot exhaust the stack)."""
+    """Whether lists and dicts nest more than ``limit`` deep, level by level: no recursion to exhaust the stack."""
     level, seen = [value], 0
     for _ in range(limit + 1):
         level = [v for c in level if isinstance(c, (dict, list, tuple))
@@ -190,5 +165,4 @@ def checked_choice(choice: str, tools) -> str:
 def ask(model, messages: list[dict], tools=None) -> Reply:
     """One call of any model: an object with ``complete(messages, tools)`` or a function ``f(messages)``."""
     complete = getattr(model, "complete", None)
-    raw = complete(messages, tools) if complete else model(messages)
-    return Reply.coerce(raw)   # a Reply comes back as it is
+    return Reply.coerce(complete(messages, tools) if complete else model(messages))   # a Reply comes back as it is

@@ -1,13 +1,9 @@
 """Stage 07 — native tool calls: the protocol a model brings when its API carries the tools and the calls.
 
-Adds: ``NativeProtocol``, which the stage-06 ``Agent`` uses instead of its text protocol when the model says
-so (``model.protocol``: ``ScriptedModel(..., native_tools=True)`` here, the real APIs' adapters in stage 08).
-The tools go to the API as schemas (each one is described before the run, so a tool the API cannot be told about
-fails at once, not mid-run), and the system prompt only says how to work. A reply's ``tool_calls`` are the calls,
-all of them run (parallel calls), and each result goes back as a ``tool`` message answering its call's id. A
-reply with text and no calls is the answer; the text beside calls is the model's thought; an empty reply is
-unusable, though its thinking blocks still belong in the history. The provider's own content (``Reply.raw``,
-e.g. Claude's signed thinking blocks) is kept with the message, to be sent back unchanged.
+Adds: ``NativeProtocol``, which the stage-06 ``Agent`` uses instead of its text protocol when ``model.protocol``
+says so. Tools go to the API as schemas; a reply's ``tool_calls`` all run (parallel calls), each result going back
+as a ``tool`` message that answers its call's id; text beside calls is a thought, text alone is the answer. The
+provider's own content (``Reply.raw``, e.g. Claude's signed thinking blocks) stays with the message, sent back as is.
 
 Leaves out: the providers' wire formats (each adapter of stage 08 turns these messages into its API's shape).
 """

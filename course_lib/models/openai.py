@@ -1,15 +1,8 @@
 """Stage 08 — the OpenAI Chat Completions API (and Ollama's OpenAI-compatible endpoint) with native tool calling.
 
-Adds: pure translation functions — ``tools_to_openai`` (``{"type": "function", "function": {"name",
-"description", "parameters"}}``), ``history_to_openai`` (the neutral history → chat messages: the
-assistant's ``tool_calls`` echoed back with arguments as JSON text, then one ``role: "tool"`` message per
-``tool_call_id``) and ``reply_from_openai`` (response → ``Reply``; arguments that are not valid JSON reach
-the dispatcher as text, which turns them into an error the model can fix) — and ``OpenAIModel``.
-``OpenAIModel.ollama()`` points the same class at a local Ollama server.
-
-Stop reasons: ``finish_reason`` ``"length"`` → ``"max_tokens"`` (a tool call cut off mid-way is never run),
-``"content_filter"`` or a ``message.refusal`` → ``"refused"``. A context that no longer fits is an error
-(400 ``context_length_exceeded``), which ends the run with ``"context_full"``.
+Adds: ``tools_to_openai``, ``history_to_openai`` (arguments sent back as JSON text, each result a ``"tool"`` message),
+``reply_from_openai`` (arguments that are not JSON reach the dispatcher as text, for the model to fix; ``"length"`` →
+``"max_tokens"``, ``"content_filter"`` or a refusal → ``"refused"``) and ``OpenAIModel``, ``.ollama()`` for Ollama.
 
 Leaves out: the newer Responses API, streaming, structured outputs and images.
 """
@@ -23,6 +16,8 @@ from .base import Reply, ToolCall, checked_choice, scrub
 from .catalog import OLLAMA_URL, model_id
 from .native import NATIVE
 from .remote import call_api, make_client
+
+STOPS = {"length": "max_tokens", "content_filter": "refused"}
 
 
 def tools_to_openai(tools: Mapping[str, Callable]) -> list[dict]:
@@ -52,31 +47,23 @@ def history_to_openai(history: list[dict]) -> list[dict]:
 
 
 def _arguments(raw):
-    if isinstance(raw, dict):
-        return raw
     try:
-        value = json.loads(raw or "{}")
-    except (TypeError, ValueError, RecursionError):
-        return raw   # the dispatcher answers "arguments must be a JSON object" and the model can retry
-    return value
-
-
-STOPS = {"length": "max_tokens", "content_filter": "refused"}
+        return json.loads(raw or "{}")
+    except (TypeError, ValueError, RecursionError):   # a dict already (some servers send one), or not JSON text
+        return raw   # not JSON: the dispatcher answers "arguments must be a JSON object" and the model can retry
 
 
 def reply_from_openai(data: dict) -> Reply:
     choice = (data.get("choices") or [{}])[0]
     message = choice.get("message") or {}
     calls = tuple(ToolCall(name=c["function"]["name"], args=scrub(_arguments(c["function"].get("arguments"))),
-                           id=c["id"])
-                  for c in message.get("tool_calls") or [] if c.get("function"))
+                           id=c["id"]) for c in message.get("tool_calls") or [] if c.get("function"))
     usage = data.get("usage") or {}
-    reason = choice.get("finish_reason")
-    stop = "refused" if message.get("refusal") else STOPS.get(reason)
+    reason = choice.get("finish_reason")   # a refusal overrides it
+    stop, reason = ("refused", "refusal") if message.get("refusal") else (STOPS.get(reason), reason)
     return Reply(text=scrub(message.get("content") or message.get("refusal") or ""), tool_calls=calls,
                  usage={"input_tokens": usage.get("prompt_tokens") or 0,
-                        "output_tokens": usage.get("completion_tokens") or 0},
-                 stop=stop, provider_stop="refusal" if message.get("refusal") else reason)
+                        "output_tokens": usage.get("completion_tokens") or 0}, stop=stop, provider_stop=reason)
 
 
 class OpenAIModel:
@@ -85,13 +72,11 @@ class OpenAIModel:
     def __init__(self, model: str | None = None, *, client=None, base_url: str | None = None,
                  api_key: str | None = None, native_tools: bool = True, max_retries: int = 2,
                  provider: str = "openai", max_tokens: int | None = None):
-        self.provider = provider   # "openai", or "ollama" for a local Ollama server
-        self.model = model or model_id(provider)
+        self.provider, self.model = provider, model or model_id(provider)   # provider "ollama": a local Ollama server
         if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
             raise ValueError(f"max_tokens must be a positive whole number or None, not {max_tokens!r}")
         self.native_tools, self.max_tokens = native_tools, max_tokens   # None: the model's own limit
-        self.client = client or make_client("openai", base_url=base_url, api_key=api_key,
-                                            max_retries=max_retries)
+        self.client = client or make_client("openai", base_url=base_url, api_key=api_key, max_retries=max_retries)
 
     @classmethod
     def ollama(cls, model: str | None = None, *, base_url: str = OLLAMA_URL, api_key: str = "ollama",

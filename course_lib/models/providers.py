@@ -1,11 +1,9 @@
-"""Stage 08 — a model from a provider's name: the one place that maps "anthropic", "openai" or "ollama" to
-its adapter, so the lessons, ``course demo``, ``course eval`` and ``course live-check`` build models alike.
+"""Stage 08 — a model from a provider's name: "anthropic", "openai" or "ollama".
 
-Adds: ``model_for(provider, **options)`` and ``PROVIDERS``.
+Adds: ``model_for(provider, **options)`` and ``PROVIDERS``: the one place that maps a name to its adapter, so the
+lessons, ``course demo``, ``course eval`` and ``course live-check`` build models alike.
 
-Leaves out: choosing between a real API and the local stand-in server (a lesson passes the stand-in's
-``base_url`` and a fake key), and checking that a local Ollama server is running (``course live-check``
-does that before it sends anything).
+Leaves out: choosing a real API or the local stand-in (a lesson passes its ``base_url``), and whether Ollama runs.
 """
 from __future__ import annotations
 
@@ -16,14 +14,9 @@ PROVIDERS = ("anthropic", "openai", "ollama")
 
 
 def model_for(provider: str, **options):
-    """A model for ``provider``: ``"anthropic"`` → ``AnthropicModel``, ``"openai"`` → ``OpenAIModel``,
-    ``"ollama"`` → ``OpenAIModel.ollama()`` (a local Ollama server, through its OpenAI-compatible endpoint).
-
-    ``options`` go to the class unchanged: ``model`` (default ``model_id(provider)``, so ``COURSE_ANTHROPIC_MODEL``
-    and friends apply), ``base_url`` and ``api_key`` (default: the SDK's environment variables; Ollama's local
-    URL), ``max_retries``, ``native_tools``, ... Nothing is sent yet; a key that is not set raises
-    ``MissingKeyError`` here, naming the variable. Any other provider is a ``ValueError`` naming the known ones.
-    """
+    """A model for ``provider``: ``AnthropicModel``, ``OpenAIModel`` or ``OpenAIModel.ollama()`` (a local Ollama
+    server), given ``options`` unchanged (``model``, default ``model_id(provider)``; ``base_url``, ``api_key``, ...).
+    Nothing is sent yet; a key that is not set raises ``MissingKeyError``, another provider a ``ValueError``."""
     if provider == "anthropic":
         return AnthropicModel(**options)
     if provider == "openai":

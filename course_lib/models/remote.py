@@ -1,14 +1,10 @@
-"""What the real-API adapters of stage 08 share: building an SDK client, and turning SDK errors into one
-readable sentence (``ModelError``) so a failed call ends the run cleanly instead of with a traceback.
+"""Stage 08 — what the real-API adapters share: an SDK client, and SDK errors as one readable sentence.
 
-The sentence says what happened and what to do, then quotes the API's own message (trimmed, with anything
-that looks like a key masked) and the request id, which the provider's support asks for. The cases are one
-table, ``explain_api_error``: a key without billing is not a rate limit, a 404 may be the base URL rather
-than the model, an overloaded API is not your fault, a context that no longer fits stops the run with
-``"context_full"``.
+Adds: ``make_client``; ``call_api``, which turns an SDK error into a ``ModelError`` (``explain_api_error``): what
+happened and what to do (a key without billing is not a rate limit, a 404 may be the base URL, a full context
+ends the run with ``"context_full"``), then the API's own words, key-like text masked, and the request id.
 
-The SDKs are imported here only inside functions, when a real model is constructed or fails: ``import
-course_lib`` never loads them. No message built here contains an API key.
+Leaves out: retries (the SDK's ``max_retries``). The SDKs load only when a real model is built or fails.
 """
 from __future__ import annotations
 
@@ -30,23 +26,20 @@ class MissingKeyError(ModelError):
 def require_key(provider: str, api_key: str | None) -> str:
     key = api_key or os.environ.get(KEY_VARS[provider])
     if not key:
-        raise MissingKeyError(
-            f"{KEY_VARS[provider]} is not set: to run live, set it in the terminal (`export "
-            f"{KEY_VARS[provider]}=...`) before starting JupyterLab or `course`; without it the notebooks use the "
-            "local stand-in server.")
+        raise MissingKeyError(f"{KEY_VARS[provider]} is not set: to run live, set it in the terminal (`export "
+                              f"{KEY_VARS[provider]}=...`) before starting JupyterLab or `course`; without it the "
+                              "notebooks use the local stand-in server.")
     return key
 
 
 def make_client(provider: str, *, base_url: str | None, api_key: str | None, max_retries: int):
-    """An SDK client; base_url and key default to the standard environment variables (the SDK reads the
-    base URL variable itself when given None)."""
+    """An SDK client; key and base URL default to the standard environment variables (the SDK reads the URL one)."""
     key = require_key(provider, api_key)
-    base_url = base_url or None
     if provider == "anthropic":
         import anthropic
-        return anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=max_retries)
+        return anthropic.Anthropic(api_key=key, base_url=base_url or None, max_retries=max_retries)
     import openai
-    return openai.OpenAI(api_key=key, base_url=base_url, max_retries=max_retries)
+    return openai.OpenAI(api_key=key, base_url=base_url or None, max_retries=max_retries)
 
 
 def call_api(provider: str, model: str, send, base_url: str = ""):
@@ -54,35 +47,27 @@ def call_api(provider: str, model: str, send, base_url: str = ""):
     try:
         return send()
     except Exception as e:
-        explained = explain_api_error(e, provider, model, base_url)
-        if explained is None:
+        if (explained := explain_api_error(e, provider, model, base_url)) is None:
             raise
         raise explained from None
 
 
 def _error_fields(error) -> tuple[str, str, str]:
-    """(message, type, code) from an SDK error's body: a provider's error object, or Ollama's plain string."""
-    body = error.body
-    if isinstance(body, dict):
-        inner = body.get("error", body)
-        if isinstance(inner, dict):
-            return str(inner.get("message") or ""), str(inner.get("type") or ""), str(inner.get("code") or "")
-        if isinstance(inner, str):
-            return inner, "", ""
-    if isinstance(body, str):
-        return body, "", ""
-    return str(error.message or ""), "", ""   # no JSON body: the SDK's own "Error code: ..." text
+    """(message, type, code) from an SDK error's body: a provider's error object, Ollama's plain string, or with
+    no JSON body the SDK's own "Error code: ..." text."""
+    inner = error.body.get("error", error.body) if isinstance(error.body, dict) else error.body
+    if isinstance(inner, dict):
+        return str(inner.get("message") or ""), str(inner.get("type") or ""), str(inner.get("code") or "")
+    return (inner if isinstance(inner, str) else str(error.message or "")), "", ""
 
 
 def _quote(message: str, request_id: str | None, limit: int = 300) -> str:
     """' The API said: "..." (request id ...).' to follow a sentence, or '' when there is nothing to quote."""
     message = _KEYISH.sub(lambda m: m[0][:3] + "…", " ".join(message.split()))
-    if len(message) > limit:
-        message = message[:limit - 1] + "…"
-    said = f' The API said: "{message}"' if message else ""
-    if request_id:
-        said += f" (request id {request_id})" if said else f" Request id: {request_id}"
-    return said + "." if said else ""
+    message = message if len(message) <= limit else message[:limit - 1] + "…"
+    if not message:
+        return f" Request id: {request_id}." if request_id else ""
+    return f' The API said: "{message}"' + (f" (request id {request_id})" if request_id else "") + "."
 
 
 def explain_api_error(error: Exception, provider: str, model: str, base_url: str = "") -> ModelError | None:
@@ -102,7 +87,6 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
     message, kind, code = _error_fields(error)
     said = _quote(message, error.request_id)   # every SDK status error has one (None when not sent)
     low = f"{message} {kind} {code}".lower()
-    key_var, model_var = KEY_VARS.get(provider, "the API key"), f"COURSE_{provider.upper()}_MODEL"
     if status == 413 or kind == "request_too_large":
         text = f"{name} refused the request as too large (413): trim the conversation or the tool results"
     elif "context_length" in low or "prompt is too long" in low or "context window" in low:
@@ -112,17 +96,17 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
         text = (f"{name} says this key has no credit or quota left ({status} {code or kind or 'billing'}): this is "
                 "not a rate limit and waiting will not help; add billing or credit to the account, or use another key")
     elif status == 401:
-        text = f"{name} rejected the API key (401 authentication error); check {key_var}"
+        text = f"{name} rejected the API key (401 authentication error); check {KEY_VARS.get(provider, 'the API key')}"
     elif status == 403:
         text = f"{name} refused access (403 permission denied): this key may not use model '{model}'"
     elif status == 404 and provider == "ollama":
-        text = (f"Ollama has no model '{model}' (404): run `ollama pull {model}`, or set {model_var} to a model "
-                "you have (`ollama list`)")
+        text = (f"Ollama has no model '{model}' (404): run `ollama pull {model}`, or set COURSE_OLLAMA_MODEL to a "
+                "model you have (`ollama list`)")
     elif status == 404:
         v1 = ", which for OpenAI ends in /v1" if provider == "openai" else ""
-        text = (f"{name} answered 404 not found: either the model ID '{model}' is retired or misspelt "
-                f"(set {model_var} to a current one; `course doctor` checks it) or the base URL is wrong "
-                f"(check base_url= or {URL_VARS[provider]}{v1})")
+        text = (f"{name} answered 404 not found: either the model ID '{model}' is retired or misspelt (set "
+                f"COURSE_{provider.upper()}_MODEL to a current one; `course doctor` checks it) or the base URL is "
+                f"wrong (check base_url= or {URL_VARS[provider]}{v1})")
     elif status == 400:
         text = f"{name} rejected the request (400 bad request)"
     elif status == 429:

@@ -10,7 +10,8 @@ from course_lib import default_tools
 from course_lib.agent import Agent
 from course_lib.courseware.checks import Case, Exercise
 from course_lib.describe import build_system_prompt
-from course_lib.models import SCENARIOS, ScriptedModel
+from course_lib.courseware.scenarios import SCENARIOS
+from course_lib.models import ScriptedModel
 
 VAR = "COURSE_MAX_STEPS"
 PRICE, REPEAT, DIVIDE = SCENARIOS["price"], SCENARIOS["repeat"], SCENARIOS["divide"]

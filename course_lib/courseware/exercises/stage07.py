@@ -7,7 +7,8 @@ import json
 from ... import default_tools
 from ...agent import Agent
 from ..checks import Case, Exercise
-from ...models import SCENARIOS, ModelError, Reply, ScriptedModel, ToolCall
+from ...models import ModelError, Reply, ScriptedModel, ToolCall
+from ..scenarios import SCENARIOS
 from ...models.base import ask as ask_model
 from ...parsing import parse_reply
 
