@@ -1,9 +1,9 @@
 """Stage 06 — the Agent: a loop around a model call, with a memory that is just a list of messages.
 
-Adds: ``Agent(tools, model).run(goal)``: ask the model, read the reply, dispatch each call, write each result back,
-until the model calls ``finish`` or the run stops (``max_steps``, 6 or ``COURSE_MAX_STEPS``; ``format_errors``;
-``repeated_call``; ``model_error``; a model's or a limit's reason). ``history``, ``trace``, ``usage``, ``save()``
-and ``logging`` keep the run. Later stages plug in: ``limits``, ``loop(prepare)``, ``protocol``, ``on_step``.
+Adds: ``Agent(tools, model).run(goal)``: ask the model, read the reply, run each call, write each result back, until
+``finish`` or a stop (``max_steps``, 6 or ``COURSE_MAX_STEPS``; ``format_errors``; ``repeated_call`` with a
+``repeat_limit``; ``model_error``; a model's or a limit's reason). ``history``, ``trace``, ``usage``, ``save()`` and
+``logging`` keep the run. Later stages plug in: ``limits``, ``loop(prepare)``, ``protocol``, ``on_step``.
 Leaves out: memory management (the history only grows) and retries (a model failure ends the run cleanly).
 """
 import json

@@ -18,7 +18,7 @@ import signal
 from dataclasses import dataclass
 from itertools import groupby
 
-from .dispatch import _to_json as _json   # JSON as dispatch shows it
+from .dispatch import to_json   # JSON as dispatch shows it
 from .models.base import scrub
 from .models.catalog import EXAMPLE_PRICES   # example prices, not any provider's price list
 from .tools import ToolError
@@ -62,12 +62,13 @@ class Handoff:
                 f"Tried:{tried}\nLast error: {self.last_error or 'none'}\nTo decide: {self.decide}")
 
 
-def handoff(agent) -> Handoff | None:
-    """When the loop gave up (``GIVE_UPS``): the note for the run (or the turn) that just stopped; else None."""
+def handoff(agent, goal: str | None = None) -> Handoff | None:
+    """When the loop gave up (``GIVE_UPS``): the note for the run that just stopped (its last ``agent.steps``
+    steps), asked ``goal`` (default ``agent.goal``); else None."""
     if agent.stop_reason not in GIVE_UPS:
         return None
-    this_run = agent.trace[len(agent.trace) - agent.steps:]   # a chat's trace holds every turn
-    return handoff_note(getattr(agent, "request", agent.goal), agent.stop_reason, agent.answer, this_run)
+    this_run = agent.trace[len(agent.trace) - agent.steps:]   # a trace may hold earlier runs' steps too
+    return handoff_note(agent.goal if goal is None else goal, agent.stop_reason, agent.answer, this_run)
 
 
 def handoff_note(goal: str | None, reason: str, why: str, steps) -> Handoff:
@@ -75,7 +76,7 @@ def handoff_note(goal: str | None, reason: str, why: str, steps) -> Handoff:
     calls, last_error = [], None
     for step in steps:
         for run in step.runs:
-            calls.append(f"{run.tool}({_short(_json(run.args), 60)}) → "
+            calls.append(f"{run.tool}({_short(to_json(run.args), 60)}) → "
                          f"{'error' if run.observation.is_error else 'ok'}: {_short(run.observation.content, 80)}")
             last_error = _short(run.observation.content, 200) if run.observation.is_error else last_error
         last_error = step.error or last_error
@@ -112,7 +113,7 @@ def tokens_per_call(history: list[dict]) -> list[int]:
 def _message_tokens(m: dict) -> int:
     calls = m.get("tool_calls") or []
     sent = [m.get("content"), m.get("thinking"), m.get("tool_call_id")]
-    sent += [f"{c.get('id')} {c.get('name')} {_json(c.get('args'))}" for c in calls]
+    sent += [f"{c.get('id')} {c.get('name')} {to_json(c.get('args'))}" for c in calls]
     tools = len(calls) + (m["role"] == "tool")
     return MESSAGE_OVERHEAD + TOOL_OVERHEAD * tools + text_tokens(" ".join(str(t) for t in sent if t))
 

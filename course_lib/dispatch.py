@@ -3,6 +3,7 @@
 Adds: ``dispatch(tools, name, args) -> Observation``. The call is checked against the signature first (the tool
 exists, ``args`` is an object, no unexpected or missing arguments, each value of its annotated type: a ``bool`` is not
 an ``int``); a failed check or a tool's exception becomes an error observation naming the culprit and what to do.
+``ToolRun`` records a call with its observation; ``call_key`` tells repeated calls apart (stage 06 uses both).
 
 Leaves out: timeouts and approval (later stages). Only ``KeyboardInterrupt`` escapes: a person can always stop the run.
 """
@@ -81,12 +82,12 @@ def _matches(value, hint) -> bool:
     return isinstance(value, hint) if isinstance(hint, type) else True
 
 
-def _json_name(value) -> str:
+def json_name(value) -> str:   # the JSON name of a value's type, as error messages say it: "boolean", "array"
     return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
             dict: "object", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _to_json(value) -> str:   # JSON as the model reads it best: Korean as is, anything else as its text
+def to_json(value) -> str:   # JSON as the model reads it best: Korean as is, anything else as its text
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
@@ -121,7 +122,7 @@ def _check_call(tools: Mapping[str, Callable], name, args) -> Observation | None
     if not isinstance(name, str) or name not in tools:
         return _error(f"unknown tool '{str(name)[:80]}'. Available tools: {', '.join(tools) or '(none)'}.")
     if not isinstance(args, dict):
-        return _error(f"the arguments for {name} must be a JSON object, not {_json_name(args)}.")
+        return _error(f"the arguments for {name} must be a JSON object, not {json_name(args)}.")
     spec = (_cached_spec if type(tools[name]).__hash__ is not None else _read_spec)(tools[name])
     if not (args.keys() <= spec.names or spec.takes_any):   # set operations: cheap on every step
         return _error(f"{name} got unexpected argument(s) {', '.join(repr(a) for a in args if a not in spec.names)}. "
@@ -133,14 +134,14 @@ def _check_call(tools: Mapping[str, Callable], name, args) -> Observation | None
         if (hint := spec.hints.get(arg)) is not None and not _matches(value, hint):
             wanted = hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
             return _error(f"argument '{arg}' of {name} must be {wanted}, "
-                          f"got {_json_name(value)} {_to_json(value):.60}.")
+                          f"got {json_name(value)} {to_json(value):.60}.")
     return None
 
 
 def _as_text(result) -> str:
     if result is None:
         return "(the tool returned nothing)"
-    text = result if isinstance(result, str) else _to_json(result)
+    text = result if isinstance(result, str) else to_json(result)
     if len(text) > MAX_RESULT_CHARS:
         text = text[:MAX_RESULT_CHARS] + f"\n[... cut: {len(text) - MAX_RESULT_CHARS} more characters not shown]"
     return text

@@ -20,7 +20,7 @@ from . import default_tools
 from .agent import Agent
 from .control import Budget, handoff
 from .eval_tasks import CHECKS, TASK_KEYS, TASKS_FILE, check_task, describe_check, load_tasks  # noqa: F401
-from .models.base import ModelError, Reply
+from .models.base import ModelError, Reply, ask
 from .planning import ask_critic
 
 _NUMBER = re.compile(r"(?<![\d.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")   # 255,000 and 3.5; "3일" is 3
@@ -54,7 +54,8 @@ def grade_answer(task: dict, answer) -> dict:
 
 
 def cost_of(agent) -> dict:
-    """Tokens in and out and their cost at the example prices: reported usage, else stage 10's estimate."""
+    """Tokens in and out and their cost at the example prices: reported usage, else stage 09's estimate (a
+    ``Budget`` counts both; its limit plays no part here)."""
     return Budget(max_cost=1.0).spent(agent)
 
 
@@ -93,7 +94,7 @@ class RateLimitError(ModelError):
 
 def is_rate_limit(error: BaseException) -> bool:
     """A RateLimitError, or a ModelError saying "rate limit" (a key without quota is no rate limit)."""
-    text = str(error).lower()   # the cause too: with_retries keeps a RateLimitError as a ModelError's cause
+    text = str(error).lower()   # the cause too: a ScriptedModel raises a scripted error as a ModelError from it
     return isinstance(error, RateLimitError) or isinstance(error.__cause__, RateLimitError) or (
         isinstance(error, ModelError) and "not a rate limit" not in text and bool(re.search(r"rate[- ]limit", text)))
 
@@ -112,8 +113,7 @@ class with_retries:
             if self.latency_ms and self.stop.wait(self.latency_ms / 1000) or self.stop.is_set():
                 raise ModelError("not called: the run was interrupted (Ctrl-C)")
             try:
-                complete = getattr(self.model, "complete", None)
-                return Reply.coerce(complete(messages, tools) if complete else self.model(messages))
+                return ask(self.model, messages, tools)
             except Exception as e:   # KeyboardInterrupt still stops everything
                 error = e if isinstance(e, ModelError) else ModelError(f"{type(e).__name__}: {e}")
                 if not is_rate_limit(error) or attempt == self.retries:

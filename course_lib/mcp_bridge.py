@@ -15,7 +15,7 @@ import typing
 from collections.abc import Callable, Mapping
 
 from .describe import tool_spec
-from .dispatch import _json_name, dispatch   # stage 05 names JSON types the same way
+from .dispatch import dispatch, json_name   # stage 05 names JSON types the same way
 from .tools import ToolError
 
 _TYPES = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict, "array": list,
@@ -34,7 +34,7 @@ def tool_to_mcp(name: str, func: Callable) -> dict:
 def from_mcp_result(result: Mapping) -> tuple[str, bool]:
     """A ``tools/call`` result as ``(text, is_error)``: text blocks joined, other blocks named."""
     if not isinstance(result, Mapping):
-        raise ValueError(f"a tools/call result is a JSON object, not {_json_name(result)}")
+        raise ValueError(f"a tools/call result is a JSON object, not {json_name(result)}")
     parts = []
     for block in result.get("content") or []:
         kind, inner = block.get("type"), block.get("resource") or {}
@@ -60,7 +60,7 @@ def schema_problems(schema: Mapping, value, where: str = "arguments") -> list[st
     kinds = schema.get("type")
     kinds = [kinds] if isinstance(kinds, str) else kinds
     if kinds and not any(_fits(value, k) for k in kinds):
-        return [f"{where} must be {' or '.join(kinds)}, not {_json_name(value)}"]
+        return [f"{where} must be {' or '.join(kinds)}, not {json_name(value)}"]
     if "enum" in schema and not any(value == v and (type(value) is type(v) or {type(value), type(v)} <= {int, float})
                                     for v in schema["enum"]):   # as JSON Schema: 2.0 is 2, true is not 1
         return [f"{where} must be one of {', '.join(json.dumps(v, ensure_ascii=False) for v in schema['enum'])}"]
@@ -133,7 +133,7 @@ def as_function(tool: Mapping, call: Callable[[str, dict], Mapping]) -> Callable
         default = inspect.Parameter.empty if param in required else prop.get("default")
         parameters.append(inspect.Parameter(param, inspect.Parameter.KEYWORD_ONLY, default=default,
                                             annotation=_hint(prop)))
-        lines.append(f"    {param}: {_one_line(prop.get('description')) or '(the server did not describe it)'}")
+        lines.append(f"    {param}: {one_line(prop.get('description')) or '(the server did not describe it)'}")
 
     def mcp_tool(**args):
         if problems := schema_problems(schema, args):
@@ -146,7 +146,7 @@ def as_function(tool: Mapping, call: Callable[[str, dict], Mapping]) -> Callable
         return text
 
     mcp_tool.__name__ = mcp_tool.__qualname__ = name if name.isidentifier() else "mcp_tool"
-    summary = _one_line(tool.get("description")) or f"The MCP tool {name} (its server gave no description)."
+    summary = one_line(tool.get("description")) or f"The MCP tool {name} (its server gave no description)."
     mcp_tool.__doc__ = summary + ("\n\nArgs:\n" + "\n".join(lines) if lines else "")
     mcp_tool.__signature__ = inspect.Signature(parameters, return_annotation=str)
     mcp_tool.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": str}
@@ -154,5 +154,5 @@ def as_function(tool: Mapping, call: Callable[[str, dict], Mapping]) -> Callable
     return mcp_tool
 
 
-def _one_line(text) -> str:
+def one_line(text) -> str:   # a server's text as one line: its newlines cannot fake lines in a docstring
     return " ".join(str(text).split()) if text else ""

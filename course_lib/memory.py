@@ -1,7 +1,7 @@
 """Stage 10 — memory and context: the messages array is all the model remembers, so count, trim and summarise it.
 
 Adds: ``resend_cost``; ``split_steps`` and ``trim_window`` (a sliding window that never parts a tool call from its
-results); ``summarise``; ``run_with_memory`` and ``continue_after_trim`` (a trim before each model call);
+results); ``summarise`` (older steps as one summary a model writes from ``as_transcript``); ``run_with_memory`` and ``continue_after_trim`` (a trim before each model call);
 ``ChatAgent`` (many turns in one history). Tokens: stage 09's ``estimate_tokens``; long-term notes: ``memory_store.py``.
 
 Leaves out: a real tokenizer (each provider has its own), prompt caching and the providers' own compaction.
@@ -11,7 +11,8 @@ from __future__ import annotations
 from itertools import accumulate
 
 from .agent import Agent, log
-from .control import _json, check_history, estimate_tokens, text_tokens, tokens_per_call  # noqa: F401
+from .control import check_history, estimate_tokens, text_tokens, tokens_per_call  # noqa: F401
+from .dispatch import to_json
 from .models.base import ModelError, ask, scrub
 
 # ---------------------------------------------------------------- counting (one rule of thumb for the course)
@@ -145,7 +146,7 @@ def as_transcript(messages: list[dict]) -> str:
             lines.append(f"{m.get('name', 'tool')} {'failed' if m.get('is_error') else 'returned'}: {text}")
         else:
             lines += [f"{m['role']}: {text}"] if text else []
-            lines += [f"assistant called {c.get('name')}({_json(c.get('args'))})" for c in m.get("tool_calls") or []]
+            lines += [f"assistant called {c.get('name')}({to_json(c.get('args'))})" for c in m.get("tool_calls") or []]
     return "\n".join(lines)
 
 
@@ -171,7 +172,8 @@ def continue_after_trim(agent: Agent, max_tokens: int | None = None, *, keep_las
 
 # ---------------------------------------------------------------- a conversation: one history, many turns
 class ChatAgent(Agent):
-    """An ``Agent`` holding a conversation: ``chat(message)`` runs one turn (``max_steps`` each) in one history."""
+    """An ``Agent`` holding a conversation: ``chat(message)`` runs one turn (``max_steps`` each) in one history and
+    returns its answer; ``request`` is the turn's message (``goal`` stays the first), ``turns`` a record per turn."""
 
     def reset(self, goal: str | None = None) -> None:
         super().reset(goal)

@@ -1,24 +1,24 @@
 """Stage 11 — agents as tools: an orchestrator hands a sub-task to another agent as it would call any tool.
 
-Adds: ``as_tool`` (a tool ``name(task: str) -> str`` running a fresh sub-agent per task, at most ``max_depth``
-deep, each a ``SubRun``), ``Orchestrator`` (nests their transcripts), ``call_tree``, ``call_edges``, ``total_usage``.
+Adds: ``as_tool`` (a tool ``name(task: str) -> str`` running a sub-agent, fresh or reused, on each task, at most
+``max_depth`` deep, each call a ``SubRun``), ``agent_tools``, ``Orchestrator`` (nests their transcripts),
+``call_tree``, ``call_edges``, ``total_usage`` (the whole team's tokens).
 
 Leaves out: sub-agents in parallel, sharing memory or talking to each other, one budget for the team, retries.
 """
 from __future__ import annotations
 
-import re
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from itertools import count
 
 from .agent import Agent
 from .control import handoff
+from .registry import NAME_PATTERN   # what both APIs accept as a tool name
 from .tools import ToolError
 
 MAX_DEPTH = 3            # orchestrator → agent → agent → agent, and no deeper
 MAX_TASK_CHARS = 4000    # a task is a brief, not a document to pass along
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")   # what both APIs accept as a tool name
 _RUNNING: ContextVar[SubRun | None] = ContextVar("course_lib_subrun", default=None)   # the sub-run under way
 _ORDER = count(1)        # one counter for every tool: the order the calls were made in
 
@@ -43,7 +43,7 @@ class SubRun:
 def as_tool(name: str, make_agent, description: str, *, max_steps: int = 4, max_depth: int = MAX_DEPTH,
             max_task_chars: int = MAX_TASK_CHARS):
     """A tool ``name(task: str) -> str`` running ``make_agent()`` (a fresh Agent), or one Agent reused, on ``task``."""
-    if not isinstance(name, str) or not _NAME.fullmatch(name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise ValueError(f"name must be a tool name of letters, digits, _ or - (at most 64), not {name!r}")
     if not isinstance(description, str) or not description.strip():
         raise ValueError("description must say in one line what this agent does: it is all the model reads")
@@ -69,7 +69,7 @@ def as_tool(name: str, make_agent, description: str, *, max_steps: int = 4, max_
             raise TypeError(f"make_agent for {name} must return an Agent, not {type(agent).__name__}")
         if agent.goal is not None and not agent.done:   # one reused Agent, already busy further up this chain
             raise ToolError(f"not run: the {name} is busy with another task; answer this part yourself")
-        agent.max_steps = min(agent.max_steps, tool.max_steps)
+        cap, agent.max_steps = agent.max_steps, min(agent.max_steps, tool.max_steps)   # this task's cap
         run = SubRun(next(_ORDER), name, task, depth, parent.agent if parent else None, sub_agent=agent)
         tool.runs.append(run)
         if parent:
@@ -81,6 +81,8 @@ def as_tool(name: str, make_agent, description: str, *, max_steps: int = 4, max_
             run.answer, run.stop_reason = f"The {name} failed: {type(e).__name__}: {e}", "error"
         finally:
             _RUNNING.reset(running)
+            if agent is tool.make_agent:   # a reused Agent is the caller's: it gets its own cap back
+                agent.max_steps = cap
         note = {"handoff": asdict(note)} if (note := handoff(agent)) else {}   # what a person needs if it gave up
         run.steps, run.usage, run.transcript = agent.steps, agent.total_usage, Agent.transcript(agent, **note)
         if run.stop_reason != "finish":   # an error observation: "Stopped after 4 steps" is not the answer
@@ -115,15 +117,16 @@ class Orchestrator(Agent):
             tool.runs.clear()   # not when nested, nor in __init__: built mid-run, it may share its caller's tools
         super().reset(goal)
 
-    def transcript(self) -> dict:
-        return orchestration_transcript(self, self.name)
+    def transcript(self, **extra) -> dict:
+        return orchestration_transcript(self, self.name, **extra)
 
 
-def orchestration_transcript(orchestrator: Agent, name: str = "orchestrator", tools=None) -> dict:
-    """The orchestrator's transcript with a ``subagents`` list: each sub-run's transcript, nested the same way."""
+def orchestration_transcript(orchestrator: Agent, name: str = "orchestrator", tools=None, **extra) -> dict:
+    """The orchestrator's transcript (``extra`` fields as ``Agent.transcript`` takes them) with a ``subagents`` list:
+    each sub-run's own transcript (its ``Agent`` one, whatever its class), nested the same way."""
     def nested(run: SubRun) -> dict:
         return {"agent": run.agent, "depth": run.depth, **run.transcript, "subagents": list(map(nested, run.children))}
-    return {"agent": name, **Agent.transcript(orchestrator),
+    return {"agent": name, **Agent.transcript(orchestrator, **extra),
             "subagents": list(map(nested, _top_runs(orchestrator, tools)))}
 
 

@@ -1,7 +1,8 @@
 """Stage 11 — retrieval as a tool: the agent searches the workspace for short passages to cite, when it needs to.
 
 Adds: ``tokenize``, ``chunk`` (overlapping runs of whole lines), ``BM25`` (scoring as rank-bm25's ``BM25Okapi``),
-``Index`` (the workspace's text files, read with read_file's rules) and the tool ``search_workspace``.
+``Index`` (the workspace's text files, found inside it as read_file finds them; binary, huge or non-UTF-8 ones are
+skipped, saying why) and the tool ``search_workspace``.
 
 Leaves out: embeddings (BM25 matches words: a Korean question does not find an English answer), a Korean
 morphological analyser, stemming and stop words, keeping the index between calls, and non-UTF-8 formats.

@@ -17,14 +17,14 @@ import unicodedata
 from dataclasses import dataclass
 
 from .describe import build_system_prompt
-from .dispatch import MAX_RESULT_CHARS, _to_json as _json   # JSON as dispatch shows it
+from .dispatch import MAX_RESULT_CHARS, to_json
 from .tools import ToolError
 
 _ZERO_WIDTH = "[\u200b-\u200d\u2060\ufeff]"   # invisible: a page can hide them inside words and markers
 
 
 def _text(result) -> str:   # as dispatch shows a result: None is no "null" but a sentence
-    return "(the tool returned nothing)" if result is None else result if isinstance(result, str) else _json(result)
+    return "(the tool returned nothing)" if result is None else result if isinstance(result, str) else to_json(result)
 
 
 def _plain(text: str) -> str:
@@ -109,7 +109,7 @@ class CallRequest:
         return f"calling {self.tool}"
 
     def preview(self, limit: int = 300) -> str:
-        shown = _json(self.args)
+        shown = to_json(self.args)
         return f"call {self.tool}({shown[:limit]}{'…' if len(shown) > limit else ''}), asked because {self.reason}"
 
 

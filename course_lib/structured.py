@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .describe import tool_schema
 from .dispatch import dispatch
-from .models.base import Reply
+from .models.base import Reply, ask
 from .parsing import parse_reply
 
 
@@ -58,11 +58,8 @@ def structured_answer(model, history: list[dict], answer_tool: Callable, *, forc
     tools, native = {name: answer_tool}, getattr(model, "native_tools", False)
     request = f"Give your final answer by calling {name}." if native else ask_nicely(answer_tool)
     messages = history + [{"role": "user", "content": request}]
-    if force:
-        reply = model.complete(messages, tools, tool_choice=name)
-    else:   # the same request, and the model may or may not do as asked
-        complete = getattr(model, "complete", None)
-        reply = complete(messages, tools) if complete else Reply.coerce(model(messages))
+    # force=False: the same request, and the model may or may not do as asked
+    reply = Reply.coerce(model.complete(messages, tools, tool_choice=name)) if force else ask(model, messages, tools)
     calls = [c for c in reply.tool_calls if c.name == name]
     if calls:
         args = calls[0].args

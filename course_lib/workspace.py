@@ -5,7 +5,8 @@ and ``list_files``, which check again what they opened and do bounded work whate
 ``os_problem``, wording paths and OS failures for the model; ``write_atomically`` and ``write_json``, which replace
 a file whole or not at all (transcripts, notes).
 
-Leaves out: writing tools (stage 09 adds one), any folder but this one, text other than UTF-8, and a real sandbox.
+Leaves out: writing tools (the approval gate of lessons 06 and 09 adds one), any folder but this one, text other
+than UTF-8, and a real sandbox.
 """
 from __future__ import annotations
 

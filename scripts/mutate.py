@@ -100,7 +100,8 @@ test_make_exercises_writes_what_is_stale_and_check_only_writes_nothing test_grad
 """
 TARGETS: dict[str, list[str]] = {
     "course_lib/tools.py": ["tests/test_tools.py", "tests/test_hostile_input.py"],
-    "course_lib/workspace.py": ["tests/test_tools.py", "tests/test_hostile_input.py"],
+    "course_lib/workspace.py": ["tests/test_tools.py", "tests/test_hostile_input.py", "tests/test_agent.py",
+                                "tests/test_safety.py"],   # save() writes with write_json
     "course_lib/registry.py": ["tests/test_registry.py"],
     "course_lib/describe.py": ["tests/test_describe.py"],
     "course_lib/parsing.py": ["tests/test_parsing.py", "tests/test_thought.py", "tests/test_native.py"],
@@ -110,12 +111,13 @@ TARGETS: dict[str, list[str]] = {
     "course_lib/models/native.py": ["tests/test_native.py", "tests/test_agent.py", "tests/test_chat.py",
                                     "tests/test_thought.py"],
     "course_lib/courseware/approval.py": ["tests/test_approval.py", "tests/test_hostile_input.py"],
-    "course_lib/models/base.py": ["tests/test_adapters.py", "tests/test_tool_choice.py", "tests/test_live_path.py"],
+    "course_lib/models/base.py": ["tests/test_adapters.py", "tests/test_tool_choice.py", "tests/test_live_path.py",
+                                  "tests/test_agent.py"],
     "course_lib/models/anthropic.py": ["tests/test_adapters.py", "tests/test_tool_choice.py",
                                        "tests/test_documented_payloads.py"],
     "course_lib/models/openai.py": ["tests/test_adapters.py", "tests/test_tool_choice.py",
                                     "tests/test_documented_payloads.py"],
-    "course_lib/models/remote.py": ["tests/test_adapters.py", "tests/test_live_path.py"],
+    "course_lib/models/remote.py": ["tests/test_adapters.py", "tests/test_live_path.py", "tests/test_tool_choice.py"],
     "course_lib/models/scripted.py": ["tests/test_adapters.py", "tests/test_agent.py"],
     "course_lib/models/catalog.py": ["tests/test_catalog.py", "tests/test_adapters.py"],
     "course_lib/models/providers.py": ["tests/test_catalog.py"],

@@ -125,7 +125,8 @@ def test_translations_are_json_serialisable():
 
 
 # -- the shared reply shape (course_lib/models/base.py): what a model may return, and the sentences it gets ------
-from course_lib.models.base import MAX_ARGS_DEPTH, Reply, _deeper_than, ask, checked_choice, scrub  # noqa: E402
+from course_lib.models.base import MAX_ARGS_DEPTH, Reply, _deeper_than, ask, scrub  # noqa: E402
+from course_lib.models.remote import checked_choice  # noqa: E402
 
 
 def model_error(make) -> str:
@@ -460,6 +461,16 @@ def test_a_script_that_runs_out_says_how_long_it_was_and_which_call_asked():
         said = model_error(lambda: model.complete([]))
         assert said == (f"the script ran out: it has {count} and call {len(replies) + 1} asked for another; add "
                         "replies to the script or lower max_steps.")
+
+
+def test_a_text_protocol_script_refuses_a_native_call_saying_which_reply_and_what_to_do():
+    call = Reply(tool_calls=(ToolCall("lookup", {"topic": "단가"}, id="c1"),))
+    model = ScriptedModel(["plain text", call])
+    model.complete([])
+    assert model_error(lambda: model.complete([])) == (
+        "reply 2 of the script has native tool calls, but this model speaks the text protocol: use "
+        "ScriptedModel(..., native_tools=True), or write the call as JSON text")
+    assert ScriptedModel([call], native_tools=True).complete([]) is call
 
 
 def test_a_scripted_action_is_the_json_protocol_with_korean_kept():

@@ -56,7 +56,7 @@ def test_max_steps_counts_per_turn_and_a_stopped_turn_does_not_stop_the_next(too
                                                               finish("Free over $50.")])
     agent = ChatAgent(tools, model, max_steps=2)
     agent.chat("price?")
-    assert agent.stop_reason == "max_steps" and handoff(agent).goal == "price?"
+    assert agent.stop_reason == "max_steps" and handoff(agent, agent.request).goal == "price?"
     assert agent.chat("shipping?") == "Free over $50."
     assert [t["steps"] for t in agent.turns] == [2, 2] and handoff(agent) is None
     assert [t["stop_reason"] for t in agent.turns] == ["max_steps", "finish"]
@@ -148,10 +148,13 @@ def test_a_text_turn_stopped_after_its_observation_gets_no_extra_note(tools):
 
 
 def test_the_handoff_of_a_later_turn_names_that_turn(tools):
+    """Stage 09's handoff knows no chat: the turn's message is ``request``, passed as the note's goal."""
     agent = ChatAgent(tools, ScriptedModel([finish("hi"), act("lookup", topic="단가")]), max_steps=1)
     agent.chat("hello")
     agent.chat("price?")
-    assert agent.stop_reason == "max_steps" and handoff(agent).goal == "price?"
+    assert agent.stop_reason == "max_steps" and agent.request == "price?" and agent.goal == "hello"
+    assert handoff(agent, agent.request).goal == "price?" and handoff(agent).goal == "hello"
+    assert handoff(agent).tried == ["lookup({\"topic\": \"단가\"}) → ok: 개당 $24"]   # this turn's steps only
 
 
 def test_the_closing_note_for_a_native_call_is_a_whole_tool_result(tools):
@@ -169,3 +172,12 @@ def test_a_native_answer_that_looks_like_a_text_tool_call_gets_no_closing_note(t
     assert agent.chat("x") == looks_like_a_call
     assert agent.chat("and?") == "Fine."
     assert [m["role"] for m in agent.history] == ["system", "user", "assistant", "user", "assistant"]
+
+
+def test_a_saved_conversation_keeps_its_turns_and_any_extra_fields(tools, tmp_path):
+    agent = ChatAgent(tools, ScriptedModel([finish("hi"), finish("bye")]))
+    agent.chat("hello")
+    agent.chat("goodbye")
+    saved = json.loads(agent.save(tmp_path / "chat.json", note="kept").read_text(encoding="utf-8"))
+    assert saved["note"] == "kept" and [t["message"] for t in saved["turns"]] == ["hello", "goodbye"]
+    assert list(saved)[-1] == "history" and saved["goal"] == "hello" and saved["answer"] == "bye"

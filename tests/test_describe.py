@@ -43,6 +43,13 @@ def test_tool_description_renders_hints_and_defaults_of_learners_functions():
         "Convert an amount of money.")
 
 
+def test_tool_description_shows_a_parameter_without_a_hint_by_its_name_alone():
+    def echo(text, times: int = 1) -> str:
+        """Say it again."""
+
+    assert tool_description({"echo": echo}) == "- echo(text, times: int = 1): Say it again."
+
+
 def test_tool_description_refuses_a_tool_without_a_docstring():
     def mystery(x: int) -> int:
         return x

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from course_lib.dispatch import MAX_RESULT_CHARS, Observation, dispatch
+from course_lib.dispatch import MAX_RESULT_CHARS, Observation, call_key, dispatch
 from course_lib.registry import ToolRegistry
 from course_lib.tools import ToolError, calculator
 
@@ -591,3 +591,13 @@ def test_the_home_folder_is_named_tilde_unless_it_is_the_root(home, says, monkey
     monkeypatch.setenv("HOME", home)
     obs = dispatch(_fails_with("no file at /etc/course.cfg or /h/x"), "tool", {})
     assert obs.content == "Error: tool: " + says
+
+
+def test_call_key_is_equal_only_for_the_same_calls_with_the_same_arguments():
+    assert call_key([("lookup", {"topic": "단가"})]) == call_key([("lookup", {"topic": "단가"})])
+    assert call_key([("lookup", {"topic": "단가"})]) != call_key([("lookup", {"topic": "배송"})])
+    assert call_key([("f", {"a": 1, "b": 2})]) == call_key([("f", {"b": 2, "a": 1})])   # key order is no difference
+    assert call_key([("f", {"s": {1, 2}})]) == call_key([("f", {"s": {1, 2}})])   # not JSON: compared by repr
+    loop = []
+    loop.append(loop)   # no JSON can hold it: a key equal to nothing, not even the same call again
+    assert call_key([("f", {"x": loop})]) != call_key([("f", {"x": loop})])

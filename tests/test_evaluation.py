@@ -881,6 +881,9 @@ def test_with_retries_passes_the_tools_and_the_native_flag_through_and_waits_no_
     assert wrapped.complete([], [{"name": "lookup"}]).text == "done" and native.tools == [[{"name": "lookup"}]]
     assert wrapped.native_tools is True and wrapped.latency_ms == 0
     assert with_retries(lambda messages: "x").native_tools is False
+    from course_lib.models.native import NATIVE   # the Agent reads a wrapped model's replies as the model's own
+    assert with_retries(ScriptedModel([], native_tools=True)).protocol is NATIVE
+    assert with_retries(lambda messages: "x").protocol is None
 
 
 def test_with_retries_by_default_waits_half_a_second_then_doubles_three_times():

@@ -326,3 +326,38 @@ def test_an_object_that_cannot_be_looked_into_is_not_the_course_s(finished):
     Odd.__module__ = "__main__"
     from course_lib.parsing import parse_reply
     assert _borrows([Odd(), parse_reply], set()) == "course_lib.parsing.parse_reply"   # the look goes on after it
+
+
+def test_the_name_shown_is_the_qualified_one_and_the_plain_name_without_one(finished):
+    from course_lib import registry
+    assert _borrows(registry.ToolRegistry.register, set()) == "course_lib.registry.ToolRegistry.register"
+
+    class Named:   # a callable with a name of its own but no __qualname__ (an instance has none)
+        def __call__(self):
+            return 1
+    Named.__module__ = "course_lib.parsing"
+    thing = Named()
+    thing.__name__ = "thing"
+    assert _borrows(thing, set()) == "course_lib.parsing.thing"
+
+
+def test_an_object_without_a_module_or_a_name_is_shown_as_it_is(finished):
+    hidden = notebook("class Hidden:   # hides __module__ and __name__, as an odd extension object might\n"
+                      "    def __call__(self):\n        return 1\n"
+                      "    def __getattribute__(self, name):\n"
+                      "        if name in ('__module__', '__name__'):\n            raise AttributeError(name)\n"
+                      "        return object.__getattribute__(self, name)\nanswer = Hidden()")
+    assert _borrows(hidden, set()) is None   # no module: not code from outside the notebook
+    outside = notebook("class Outside:\n    def __call__(self):\n        return 1\nanswer = Outside()")
+    type(outside).__module__ = "copy04"
+    assert _borrows(outside, set()) == "copy04. (code from outside the notebook)"   # a module, and no name
+
+
+def test_every_nested_function_is_looked_into_and_a_notebook_instance_through_its_class(finished):
+    siblings = ("from course_lib.parsing import parse_reply\ndef answer(t):\n    def a():\n        return parse_reply(t)\n"
+                "    def b():\n        return 1\n    return a(), b()")
+    assert _borrows(notebook(siblings), set()) == "course_lib.parsing.parse_reply"
+    assert _borrows(notebook("class C:\n    def __call__(self):\n        return 1\nanswer = C()"), set()) is None
+    through_class = ("from course_lib.parsing import parse_reply\nclass Box:\n    def go(self, t):\n"
+                     "        return parse_reply(t)\nanswer = Box()")
+    assert _borrows(notebook(through_class), set()) == "course_lib.parsing.parse_reply"

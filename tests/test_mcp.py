@@ -1212,3 +1212,141 @@ def test_serve_reads_and_writes_utf_8_and_plain_newlines_as_it_would_on_windows(
     monkeypatch.setattr(mcp_serve, "open", open_as_on_windows, raising=False)
     answers, _, written = serve_here(INIT + [call(2, "lookup", {"topic": "단가"})])
     assert answers[1]["result"]["content"][0]["text"] == "개당 $24" and "개당 $24" in written
+
+
+# ---- connect_mcp's parts, in-process: how it starts a server and words what went wrong
+from course_lib import mcp_client  # noqa: E402
+
+
+@pytest.fixture
+def a_server(tmp_path):
+    """A `_Server` as connect_mcp makes one, its stderr file opened for appending as connect_mcp opens it."""
+    opened = []
+
+    def make(stderr: bytes = b"", command=(sys.executable, "-m", "srv"), timeout=7.0, portal=None):
+        errlog = open(tmp_path / f"stderr-{len(opened)}", "a+b")
+        opened.append(errlog)
+        errlog.write(stderr)
+        errlog.flush()
+        return mcp_client._Server(list(command), timeout, errlog, portal)
+    yield make
+    for errlog in opened:
+        errlog.close()
+
+
+def test_the_sdk_gets_the_command_folder_and_only_the_given_environment(monkeypatch):
+    import logging
+    monkeypatch.setattr(logging.getLogger("mcp"), "handlers", [])
+    root = list(logging.getLogger().handlers)
+    params = mcp_client._params(["srv", "--flag"], "/some/folder", {"A": "1"})
+    assert (params.command, params.args, params.cwd, params.env) == ("srv", ["--flag"], "/some/folder", {"A": "1"})
+    assert mcp_client._params(["srv"], None, None).env == {}
+    handlers = logging.getLogger("mcp").handlers   # the SDK's logs go nowhere unless the program says where
+    assert len(handlers) == 1 and isinstance(handlers[0], logging.NullHandler) and logging.getLogger().handlers == root
+    own = logging.StreamHandler()
+    monkeypatch.setattr(logging.getLogger("mcp"), "handlers", [own])
+    mcp_client._params(["srv"], None, None)
+    assert logging.getLogger("mcp").handlers == [own]   # a program that configured logging keeps its own
+
+
+def test_the_command_is_shown_with_this_python_as_python_and_the_home_folder_as_a_tilde(monkeypatch, a_server):
+    monkeypatch.setenv("HOME", "/home/learner")
+    assert a_server(command=[sys.executable, "/home/learner/srv.py", "-v"]).shown == "python ~/srv.py -v"
+    monkeypatch.setenv("HOME", "/h")
+    assert a_server(command=["/h/srv", "-v"]).shown == "~/srv -v"
+    monkeypatch.setenv("HOME", "/")   # a home of "/" would turn every path into "~"
+    assert a_server(command=["/usr/bin/srv", "/data"]).shown == "/usr/bin/srv /data"
+
+
+def test_why_reads_the_error_s_own_message_and_names_one_without_text(a_server):
+    class Said(Exception):
+        message = "the SDK's own words"
+    assert a_server().why(Said("str of it")) == "the SDK's own words"
+    assert a_server().why(Said("")) == "the SDK's own words"
+    assert a_server().why(RuntimeError()) == "RuntimeError"
+    assert a_server().why(BaseExceptionGroup("g", [RuntimeError("inside")])) == "inside"
+    assert a_server().why(RuntimeError("This portal is not running")) == (
+        "the connection is closed (call its tools inside the `with connect_mcp(...)` block)")
+
+
+def test_why_names_the_first_stray_line_cut_to_80_characters(a_server):
+    server = a_server()
+    server.garbled = [ValueError("x" * 100), ValueError("second")]
+    assert server.why(RuntimeError("odd")) == (
+        "odd; it also printed '" + "x" * 80 + "' on stdout, which is not a JSON-RPC message")
+    assert server.why(RuntimeError("Connection closed")) == (
+        "it printed '" + "x" * 80 + "' on stdout, which is not a JSON-RPC message (a server's logs go to stderr), "
+        "then stopped")
+
+
+def test_why_gives_a_spec_error_s_path_and_counts_its_problems(a_server):
+    from mcp.types import InitializeResult
+    from pydantic import ValidationError
+    said = []
+    for server_info in ({"name": "f"}, {"name": 3}):   # one problem (no version), then two (and a name of 3)
+        with pytest.raises(ValidationError) as caught:
+            InitializeResult.model_validate({"protocolVersion": "x", "capabilities": {}, "serverInfo": server_info})
+        said.append(a_server().why(caught.value))
+    assert said == ["its answer does not follow the MCP spec: InitializeResult has 1 problem, the first: "
+                    "serverInfo.version: Field required",
+                    "its answer does not follow the MCP spec: InitializeResult has 2 problems, the first: "
+                    "serverInfo.name: Input should be a valid string"]
+
+
+def test_why_quotes_the_last_three_lines_of_stderr_whatever_their_bytes(a_server):
+    server = a_server(b"one\ntwo\n\nthree\nfour\xff\nfive\n")
+    assert server.why(RuntimeError("odd")) == "odd. Its last words on stderr: three | four\ufffd | five"
+    assert a_server(b"x" * 5000).why(RuntimeError("odd")) == "odd. Its last words on stderr: " + "x" * 4000
+    assert a_server(b"before\n").why(RuntimeError("odd"), since=7) == "odd"   # only what it said since then
+    closed = a_server(b"gone\n")
+    closed.errlog.close()
+    assert closed.why(RuntimeError("odd")) == "odd"
+
+
+class FakePortal:   # runs the call at once, as anyio's blocking portal would in its own thread
+    def call(self, function, *args):
+        return function(*args)
+
+
+def test_a_call_s_result_is_json_data_without_empty_fields_and_its_failures_are_tool_errors(a_server):
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import CONNECTION_CLOSED, CallToolResult, ResourceLink
+    link = ResourceLink(type="resource_link", name="r", uri="file:///tmp/r.txt")
+    server = a_server(b"started\n", portal=FakePortal())
+    result = CallToolResult(content=[link], structuredContent={"pair": (1, 2)})   # a tuple: not JSON until dumped
+    server.session = type("Session", (), {"call_tool": staticmethod(lambda name, args: result)})
+    assert server.call("t", {}) == {"content": [{"type": "resource_link", "name": "r", "uri": "file:///tmp/r.txt"}],
+                                    "structuredContent": {"pair": [1, 2]}, "isError": False,
+                                    "resultType": "complete"}   # JSON data, as the SDK's own JSON has it
+
+    def refuse(name, args):
+        raise MCPError(-32602, "no such tool")
+
+    def die(name, args):
+        server.errlog.write(b"dying now\n")
+        server.errlog.flush()
+        raise MCPError(CONNECTION_CLOSED, "Connection closed")
+
+    server.session.call_tool = staticmethod(refuse)
+    with pytest.raises(ToolError, match=r"^the server refused the call: no such tool \(JSON-RPC error -32602\)$"):
+        server.call("t", {})
+    server.session.call_tool = staticmethod(die)
+    with pytest.raises(ToolError) as died:
+        server.call("t", {})
+    assert str(died.value) == (f"the MCP server `python -m srv` did not answer: it stopped (the connection closed). "
+                               "Its last words on stderr: dying now")   # not "started": only what came after the call
+
+
+def test_every_page_of_tools_is_listed_as_json_data_without_empty_fields(a_server):
+    from mcp.types import ListToolsResult, Tool
+    pages = {None: ListToolsResult(tools=[Tool(name="a", inputSchema={"type": "object", "x-pair": (1, 2)})],
+                                   nextCursor="2"),
+             "2": ListToolsResult(tools=[Tool(name="b", description="B.", inputSchema={"type": "object"})])}
+
+    class Session:
+        async def list_tools(self, params=None):
+            return pages[params.cursor if params else None]
+
+    listed = anyio.run(a_server().list_tools, Session())
+    assert listed == [{"name": "a", "inputSchema": {"type": "object", "x-pair": [1, 2]}},
+                      {"name": "b", "description": "B.", "inputSchema": {"type": "object"}}]

@@ -83,3 +83,11 @@ def test_text_protocol_reads_json_actions_and_closes_an_unanswered_call():
     assert text.close(called, "not run") == [{"role": "user", "content": "Observation: Error: not run"}]
     assert text.close([{"role": "assistant", "content": '{"tool": "finish", "args": {"answer": "a"}}'}], "x") == []
     assert text.close([{"role": "user", "content": "hi"}], "x") == []
+    assert text.close([], "x") == []   # no history yet: nothing to close
+    assert text.close([{"role": "user", "content": '{"tool": "lookup", "args": {}}'}], "x") == []   # not a call
+
+
+def test_text_protocol_keeps_the_thought_of_an_unusable_reply_and_says_what_finish_needs():
+    bad = TextProtocol().read(Reply('{"thought": "done, I think", "tool": "finish", "args": {}}'))
+    assert (bad.error, bad.thought, bad.calls, bad.answer) == ('finish needs {"answer": "<text>"} in its args',
+                                                              "done, I think", [], None)

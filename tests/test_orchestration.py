@@ -331,6 +331,23 @@ def test_one_reused_agent_gets_a_fresh_history_each_call_and_refuses_to_nest_in_
     assert is_error and "the me is busy with another task" in content
 
 
+def test_a_reused_agent_runs_each_task_under_the_tool_s_cap_and_gets_its_own_back():
+    agent = Agent({"lookup": lookup}, native(*[said("", ("lookup", {"topic": "단가"}))] * 5), max_steps=10)
+    tool = as_tool("researcher", agent, "Ask.", max_steps=2)
+    with pytest.raises(ToolError, match=r"stopped without an answer \(max_steps\)"):
+        tool("단가?")
+    assert tool.runs[0].steps == 2 and agent.max_steps == 10   # capped for the task, the caller's own cap after
+
+
+def test_an_orchestrator_saves_extra_fields_like_any_agent(tmp_path):
+    tool = as_tool("helper", lambda: Agent({}, native(said("네"))), "Ask.")
+    boss = Orchestrator({"helper": tool}, native(said("", ("helper", {"task": "하나"})), said("끝")))
+    boss.run("goal")
+    saved = json.loads(boss.save(tmp_path / "run.json", note="kept").read_text(encoding="utf-8"))
+    assert saved["note"] == "kept" and saved["subagents"][0]["answer"] == "네" and saved["answer"] == "끝"
+    assert list(saved)[-2:] == ["history", "subagents"] and list(saved).index("note") < list(saved).index("history")
+
+
 @pytest.mark.parametrize("kwargs, error", [
     ({"name": "has space"}, ValueError), ({"name": ""}, ValueError), ({"name": "a" * 65}, ValueError),
     ({"name": 3}, ValueError), ({"description": "  "}, ValueError), ({"description": None}, ValueError),

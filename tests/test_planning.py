@@ -394,8 +394,10 @@ def test_an_agent_that_stops_without_an_answer_ends_the_loop():
 
 
 def test_a_plain_agent_is_refused_with_what_to_use_instead():
-    with pytest.raises(TypeError, match=r"refine sends the critic's feedback with chat\(\): give it a ChatAgent"):
+    with pytest.raises(TypeError) as refused:
         refine(Agent({}, ScriptedModel([])), "goal", critic_of('{"ok": true}'))
+    assert str(refused.value) == ("refine sends the critic's feedback with chat(): give it a ChatAgent (stage 10), "
+                                  "not an Agent")
 
 
 def test_a_bare_model_is_wrapped_in_an_agent_with_the_given_tools():

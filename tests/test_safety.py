@@ -323,6 +323,7 @@ def test_the_step_cap_hands_over_with_what_was_tried(tmp_path):
                           'undefined; check the divisor (×2)']
     assert "division by zero" in note.last_error and "allow more steps" in note.decide
     assert note.why == agent.answer
+    assert handoff(agent, "what the person asked").goal == "what the person asked"   # e.g. a chat's turn
     text = str(note)
     assert text.startswith("Handed over to a person (stop reason: max_steps)\nGoal: 단가를 알려 줘")
     assert "To decide: It used every step" in text

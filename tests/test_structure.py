@@ -161,6 +161,20 @@ def test_a_stage_imports_no_courseware_and_no_later_stage(name):
     assert not bad, f"{name} (stage {stage_of(name):02d}) imports {bad}"
 
 
+@pytest.mark.parametrize("name", sorted(STAGES))
+def test_importing_a_stage_loads_no_later_stage_and_no_courseware(name):
+    """What Python really loads, package __init__ files included: reading the imports misses what importing
+    `course_lib.models.base` runs in `course_lib/models/__init__.py`."""
+    module = "course_lib." + name.removesuffix(".py").replace("/", ".")
+    code = f"import sys, {module}; print('\\n'.join(m for m in sys.modules if m.startswith('course_lib.')))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    loaded = result.stdout.split()
+    assert module in loaded
+    bad = sorted(m for m in loaded if m.startswith("course_lib.courseware") or (stage_of(m) or 0) > STAGES[name])
+    assert not bad, f"importing {module} (stage {STAGES[name]:02d}) loads {bad}"
+
+
 def test_there_are_no_import_cycles():
     cycles, state = [], {}
 

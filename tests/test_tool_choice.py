@@ -6,7 +6,7 @@ import pytest
 from course_lib import default_tools
 from course_lib.models import ModelError
 from course_lib.models.anthropic import AnthropicModel, choice_to_anthropic
-from course_lib.models.base import checked_choice
+from course_lib.models.remote import checked_choice
 from course_lib.models.openai import OpenAIModel, choice_to_openai
 from course_lib.courseware.standin import StandInServer
 

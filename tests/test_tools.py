@@ -269,6 +269,22 @@ def test_read_file_refuses_to_leave_the_workspace(workspace_with_links, path):
     assert "SECRET" not in str(caught.value)
 
 
+def test_a_path_that_resolves_outside_is_refused_in_one_sentence(workspace_with_links):
+    for path in ("../secret.txt", "link_to_outside/secret.txt"):
+        with pytest.raises(ToolError) as caught:
+            inside_workspace(path)
+        assert str(caught.value) == f"'{path}' is outside the workspace; use a path inside the current folder"
+
+
+def test_shorten_keeps_a_path_as_given_when_the_working_folder_is_gone(tmp_path, monkeypatch):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    monkeypatch.chdir(gone)
+    gone.rmdir()   # Path.cwd() now raises FileNotFoundError: the message still names the path
+    assert shorten("/somewhere/notes.txt") == "/somewhere/notes.txt"
+    assert shorten("/x/" + "a" * 100) == "/x/" + "a" * 77 + "…"
+
+
 def test_read_file_allows_an_absolute_path_inside_the_workspace(workspace):
     (workspace / "notes.txt").write_text("inside", encoding="utf-8")
     assert read_file(str(workspace / "notes.txt")) == "inside"

@@ -1,13 +1,13 @@
-"""Models: the one-method interface (``base``), the scripted stand-in of stage 07 (``scripted``), and the
-real adapters of stage 08 (``anthropic``, ``openai``), whose SDKs are imported only when a model is built.
-``from course_lib.models import AnthropicModel`` works too: those names are fetched on first use."""
+"""Models: the one-method interface (``base``, stage 06), the scripted stand-in and the native protocol (``scripted``,
+``native``, stage 07), and the real adapters of stage 08 (``anthropic``, ``openai``). Importing this package loads
+only ``base``: every other name is fetched from its module on first use, so stage 06 never loads a later stage and
+``import course_lib.models`` loads no SDK."""
 from importlib import import_module
 
 from .base import ModelError, Reply, ToolCall
-from .scripted import ScriptedModel
 
 __all__ = ["ModelError", "Reply", "ToolCall", "ScriptedModel", "AnthropicModel", "OpenAIModel"]
-_LAZY = {"AnthropicModel": ".anthropic", "OpenAIModel": ".openai"}
+_LAZY = {"ScriptedModel": ".scripted", "AnthropicModel": ".anthropic", "OpenAIModel": ".openai"}
 
 
 def __getattr__(name):

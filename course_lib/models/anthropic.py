@@ -14,10 +14,10 @@ import os
 from collections.abc import Callable, Mapping
 
 from ..describe import tool_spec
-from .base import ModelError, Reply, ToolCall, checked_choice, scrub
+from .base import ModelError, Reply, ToolCall, scrub
 from .catalog import model_id
 from .native import NATIVE
-from .remote import call_api, make_client
+from .remote import call_api, checked_choice, make_client
 
 # Room for adaptive thinking (it counts toward max_tokens) and still a plain, non-streaming request: the SDK
 # refuses a non-streaming call whose max_tokens could take over ten minutes (about 21,000 tokens and up).

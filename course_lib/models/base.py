@@ -4,7 +4,7 @@ Adds: a model is an object with ``complete(messages, tools) -> Reply`` or a func
 raising ``ModelError`` when it cannot answer. A ``Reply`` has text, native ``tool_calls``, ``stop`` when a real
 API gave no usable answer (``"refused"``, ``"max_tokens"``, ``"context_full"``) and ``raw`` to send back as is.
 
-Leaves out: any provider's wire format (the adapters of stage 08).
+Leaves out: any provider's wire format and request options such as ``tool_choice`` (the adapters of stage 08).
 """
 from __future__ import annotations
 
@@ -149,17 +149,6 @@ def _deeper_than(value, limit: int) -> bool:
         if seen > 1_000_000:   # a list that holds itself twice doubles at every level: stop counting
             return True
     return True
-
-
-TOOL_CHOICES = ("auto", "any", "none")   # or a tool's name: that tool must be called (stage 11)
-
-
-def checked_choice(choice: str, tools) -> str:
-    """``choice`` if it is one of TOOL_CHOICES or the name of one of ``tools``; else a ValueError that says why."""
-    if choice in TOOL_CHOICES or (isinstance(choice, str) and choice in (tools or {})):
-        return choice
-    raise ValueError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)} or the name of a tool given, "
-                     f"not {choice!r}" + ("" if tools else " (no tools were given)"))
 
 
 def ask(model, messages: list[dict], tools=None) -> Reply:

@@ -12,10 +12,10 @@ import json
 from collections.abc import Callable, Mapping
 
 from ..describe import tool_spec
-from .base import Reply, ToolCall, checked_choice, scrub
+from .base import Reply, ToolCall, scrub
 from .catalog import OLLAMA_URL, model_id
 from .native import NATIVE
-from .remote import call_api, make_client
+from .remote import call_api, checked_choice, make_client
 
 STOPS = {"length": "max_tokens", "content_filter": "refused"}
 

@@ -2,7 +2,8 @@
 
 Adds: ``make_client``; ``call_api``, which turns an SDK error into a ``ModelError`` (``explain_api_error``): what
 happened and what to do (a key without billing is not a rate limit, a 404 may be the base URL, a full context
-ends the run with ``"context_full"``), then the API's own words, key-like text masked, and the request id.
+ends the run with ``"context_full"``), then the API's own words, key-like text masked, and the request id;
+``checked_choice``, a ``tool_choice`` both adapters accept (stage 11 forces a call with it).
 
 Leaves out: retries (the SDK's ``max_retries``). The SDKs load only when a real model is built or fails.
 """
@@ -118,3 +119,14 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
     else:
         text = f"{name} answered with an error ({status})"
     return ModelError(text + "." + said)
+
+
+TOOL_CHOICES = ("auto", "any", "none")   # or a tool's name: that tool must be called (stage 11)
+
+
+def checked_choice(choice: str, tools) -> str:
+    """``choice`` if it is one of TOOL_CHOICES or the name of one of ``tools``; else a ValueError that says why."""
+    if choice in TOOL_CHOICES or (isinstance(choice, str) and choice in (tools or {})):
+        return choice
+    raise ValueError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)} or the name of a tool given, "
+                     f"not {choice!r}" + ("" if tools else " (no tools were given)"))
