@@ -225,6 +225,13 @@ def test_eval_json_prints_progress_on_stderr_and_only_the_report_on_stdout():
     assert sum(" ✗ " in line for line in progress) == 8 and any(line.endswith("✓ refund-docs #1") for line in progress)
 
 
+def _ctrl_c_as_in_a_terminal():
+    """A job started in the background (`cmd &` in a script) inherits SIGINT ignored, and Python then keeps
+    ignoring it; in a terminal Ctrl-C is delivered, so the child gets the default back before it starts."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupted_eval(tmp_path, *extra):
     """`course eval` with a slow simulated model, sent SIGINT (Ctrl-C) once the first finished run shows."""
     import signal
@@ -232,7 +239,7 @@ def _interrupted_eval(tmp_path, *extra):
     out = tmp_path / "partial.json"
     process = subprocess.Popen([sys.executable, "-m", "course_lib.courseware.cli", "eval", "--latency-ms", "400",
                                 "--out", str(out), *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, encoding="utf-8")
+                               text=True, encoding="utf-8", preexec_fn=_ctrl_c_as_in_a_terminal)
     guard = threading.Timer(120, process.kill)   # a hang guard only: no test here measures time
     guard.start()
     try:
