@@ -3,6 +3,7 @@ import _thread
 import json
 import os
 import signal
+import queue
 import threading
 import time
 from importlib import import_module
@@ -830,13 +831,43 @@ def test_a_loop_that_retries_on_every_exception_is_still_stopped():
 def test_stopping_tries_at_least_once_and_not_at_all_once_the_case_is_done(monkeypatch):
     tries = []
     monkeypatch.setattr(checks, "_raise_in", lambda thread: tries.append(thread) or True)
-    me, done = threading.current_thread(), threading.Event()
-    assert checks._stop(me, done, 0) is False and tries == [me]   # no time at all: still one try
+    me, box = threading.current_thread(), []
+    assert checks._stop(me, box, 0) is False and tries == [me]   # no time at all: still one try
     tries.clear()
-    assert checks._stop(me, done, 0.05) is False and len(tries) == 5   # one try every 10 ms
+    assert checks._stop(me, box, 0.05) is False and len(tries) == 5   # one try every 10 ms
     tries.clear()
-    done.set()   # finished, its thread still ending: nothing to stop
-    assert checks._stop(me, done, 0.5) is True and tries == []
+    box.append(None)   # finished (even with no row), its thread still ending: nothing to stop
+    assert checks._stop(me, box, 0.5) is True and tries == []
+
+
+def test_a_stop_that_lands_just_as_the_case_finishes_stays_inside_the_check(monkeypatch):
+    """The race CI once lost: the case ran out of time, and the stop landed after it had finished, while its
+    thread was setting a `threading.Event`. The stop went out of the thread (pytest reported an unhandled
+    thread exception) and could have left the Event's lock held. Here a stop lands right after the row is
+    handed over, and another one while the thread waits to end: both stay inside, and the thread ends."""
+    escaped, sent = [], []
+    monkeypatch.setattr(threading, "excepthook", lambda args: escaped.append(args.exc_type))
+
+    class LateStops(queue.SimpleQueue):
+        def _stop_me(self, when):
+            if threading.current_thread().name == "check: late" and when not in sent:
+                sent.append(when)
+                checks._raise_in(threading.current_thread())   # lands at the thread's next check point
+
+        def put(self, item):
+            self._stop_me("put")
+            super().put(item)
+
+        def get(self, *args, **kwargs):
+            self._stop_me("get")
+            return super().get(*args, **kwargs)
+    monkeypatch.setattr(checks.queue, "SimpleQueue", LateStops)
+    row, finished, stopped = checks._run_case(Case("late", lambda f: f(), expected=1, hint="h"), lambda: 1, 5)
+    assert (row.ok, finished, stopped) == (True, True, True)
+    thread = next((t for t in threading.enumerate() if t.name == "check: late"), None)
+    if thread is not None:
+        thread.join(30)   # a hang guard only
+    assert sent == ["put", "get"] and escaped == [] and (thread is None or not thread.is_alive())
 
 
 def test_raising_into_a_thread_follows_the_c_api_and_gives_up_where_there_is_none(monkeypatch):
@@ -937,16 +968,17 @@ def test_on_import_inside_ipython_the_explainer_is_installed_in_the_running_shel
 
 def test_a_case_that_ends_just_as_its_time_runs_out_is_still_given_up(monkeypatch):
     """Out of time is out of time: the case's own thread and elapsed time decide, and a late finish does not count."""
-    go = guarded_event()
+    go, returned = guarded_event(), guarded_event()
     asked = []
 
     def out_of_time(thread, wall, seconds):
         asked.append((thread.name, 0 <= wall < HANG_GUARD, seconds))
         go.set()
-        thread.join(HANG_GUARD)   # the case has now finished, after its time was up
+        returned.wait()   # the case's code has now finished, after its time was up (handed over or not yet)
         return True
     monkeypatch.setattr(checks, "_out_of_time", out_of_time)
-    row, finished, stopped = checks._run_case(Case("late", lambda f: f(), expected=True, hint="h"), go.wait, 0.2)
+    row, finished, stopped = checks._run_case(Case("late", lambda f: f(), expected=True, hint="h"),
+                                              lambda: go.wait() and not returned.set(), 0.2)
     assert asked == [("check: late", True, 0.2)]
     assert (finished, stopped, row.ok) == (False, True, False)
     assert row.got == "gave up after 0.2 s: the code did not finish (an endless loop?)"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextvars
 import json
 import os
+import queue
 import sys
 import threading
 import time
@@ -199,7 +200,7 @@ def _raise_in(thread: threading.Thread) -> bool:
     return changed == 1
 
 
-def _stop(thread: threading.Thread, done: threading.Event, seconds: float) -> bool:
+def _stop(thread: threading.Thread, box: list, seconds: float) -> bool:
     """Try for up to `seconds` to end an abandoned case's thread; True when it has stopped.
 
     A loop like ``while True: try: ... except BaseException: pass`` catches some of the exceptions, so
@@ -207,10 +208,20 @@ def _stop(thread: threading.Thread, done: threading.Event, seconds: float) -> bo
     and before the next case starts, so the thread id cannot have been reused by a case of ours meanwhile.
     """
     for _ in range(max(1, int(seconds / 0.01))):
-        if done.is_set() or not thread.is_alive() or not _raise_in(thread):
+        if box or not thread.is_alive() or not _raise_in(thread):
             break
-        done.wait(0.01)
-    return done.is_set() or not thread.is_alive()
+        time.sleep(0.01)
+    return bool(box) or not thread.is_alive()
+
+
+def _untouchable(step: Callable) -> None:
+    """Do `step` until it has run with no stop landing after it (a stop sent just as the case finished)."""
+    while True:
+        try:
+            step()
+            return
+        except BaseException:   # noqa: BLE001 - _Abandoned
+            pass
 
 
 def _run_case(case: Case, candidate, seconds: float):
@@ -218,17 +229,28 @@ def _run_case(case: Case, candidate, seconds: float):
 
     `finished` is False when the case ran out of time; `stopped` is False when its thread is still running.
     A KeyboardInterrupt while waiting (the learner pressed Stop) goes through, after stopping the thread.
+
+    A stop (an exception raised into the thread) lands at the thread's next Python instruction, wherever that
+    is, so one sent just as the case finished can land after it. The case's thread therefore hands its row
+    over with `SimpleQueue.put` (one C call: nothing lands inside it, unlike in a `threading.Event`'s lock),
+    and before it ends it waits for the word that no stop is coming any more, catching the last one sent.
     """
-    box: list = []
-    done = threading.Event()
+    box: list = []   # the row, once the case has finished (list.append is one C call too)
+    results, quiet = queue.SimpleQueue(), queue.SimpleQueue()
 
     def work():
+        row = None
         try:
-            box.append(_evaluate(case, candidate))
+            row = _evaluate(case, candidate)
         except BaseException:   # noqa: BLE001 - only _Abandoned gets here: the case was given up already
             pass
-        finally:
-            done.set()
+        _untouchable(lambda: (box.append(row), results.put(row)))
+        _untouchable(quiet.get)   # one stop may still be on its way: it lands here, and the next get waits again
+        _untouchable(quiet.get)
+
+    def all_quiet():   # no more stops: three words, as one may be taken by a get that a stop then interrupts
+        for _ in range(3):
+            quiet.put(None)
 
     state = _process_state()
     context = contextvars.copy_context()   # the case sees the caller's context variables (decimal settings, …)
@@ -239,17 +261,20 @@ def _run_case(case: Case, candidate, seconds: float):
         return _evaluate(case, candidate), True, True
     start = time.monotonic()
     try:
-        # Short waits, so that Stop (SIGINT) is noticed at once even when the signal woke another thread.
-        while not (finished := done.wait(0.1)):
-            if _out_of_time(thread, time.monotonic() - start, seconds):
-                break
-    except BaseException:   # KeyboardInterrupt: stop the case too, then let the interrupt through
-        _stop(thread, done, STOP_SECONDS)
-        _restore(state)
-        raise
-    if finished and box:
-        return box[0], True, True
-    stopped = _stop(thread, done, STOP_SECONDS)
+        try:
+            # Short waits, so that Stop (SIGINT) is noticed at once even when the signal woke another thread.
+            while not (finished := _handed_over(results, 0.1)):
+                if _out_of_time(thread, time.monotonic() - start, seconds):
+                    break
+        except BaseException:   # KeyboardInterrupt: stop the case too, then let the interrupt through
+            _stop(thread, box, STOP_SECONDS)
+            _restore(state)
+            raise
+        if finished and box[0] is not None:
+            return box[0], True, True
+        stopped = _stop(thread, box, STOP_SECONDS)
+    finally:
+        all_quiet()
     _restore(state)
     shown = f"{seconds:g}"
     status = ("so the check stopped it" if stopped else
@@ -259,6 +284,14 @@ def _run_case(case: Case, candidate, seconds: float):
     row = CaseResult(case.label, False, _expectation(case),
                      f"gave up after {shown} s: the code did not finish (an endless loop?)", hint)
     return row, False, stopped
+
+
+def _handed_over(results: queue.SimpleQueue, seconds: float) -> bool:
+    try:
+        results.get(timeout=seconds)
+        return True
+    except queue.Empty:
+        return False
 
 
 def _out_of_time(thread: threading.Thread, wall: float, seconds: float) -> bool:
