@@ -1,7 +1,7 @@
 """Stage 12 — evaluation: grade answers and the paths to them, run a suite, measure pass rates, steps and cost.
 
 Adds: graders (``grade_answer``, ``grade_trajectory``, ``judge_answer``: a model as judge); ``run_suite``, ``jobs``
-runs at a time, rate limits retried and Ctrl-C an ``Interrupted``; ``summarise`` and ``compare``.
+runs at a time, transient errors retried and Ctrl-C an ``Interrupted``; ``summarise`` and ``compare``.
 
 Leaves out: statistics (confidence intervals, how many repeats are enough), graders that run code or read files,
 a human-labelled set to check the judge against, and exact costs (tokens not reported are estimated).
@@ -21,30 +21,37 @@ from .agent import Agent
 from .control import Budget, handoff
 from .eval_tasks import CHECKS, TASK_KEYS, TASKS_FILE, check_task, describe_check, load_tasks  # noqa: F401
 from .models.base import ModelError, Reply, ask
+from .models.remote import TransientError
 from .planning import ask_critic
 
-_NUMBER = re.compile(r"(?<![\d.,])-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?")   # 255,000 and 3.5; "3일" is 3
+_NUMBER = re.compile(r"(?<![\d.,])(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)\s?(억|만|천)?")   # 255,000 · 3.5 · 25만
 
 
 def _norm(text) -> str:   # NFC: Hangul typed on one system and decomposed on another compares equal
     return unicodedata.normalize("NFC", "" if text is None else str(text)).strip()
 
 
-def first_number(text) -> float | None:
-    """The first number in ``text`` (commas as thousands separators), or None: ``"255,000원"`` → 255000."""
-    found = _NUMBER.search(_norm(text))
-    return float(found.group().replace(",", "")) if found else None
+def numbers(text) -> list[float]:
+    """Every number, units and falling-unit sums too: ``numbers("3일 2박: 25만 5천원")`` → [3, 2, 250000, 5000, 255000]."""
+    found, last = [], None   # last: (unit, end, amount so far) of the number before, when it had a unit
+    for m in _NUMBER.finditer(text := _norm(text)):
+        unit = {"천": 1e3, "만": 1e4, "억": 1e8}.get(m.group(2), 1)
+        found.append(float(m.group(1).replace(",", "")) * unit)
+        if unit > 1 and last and last[0] > unit and not text[last[1]:m.start()].strip():
+            found.append(last[2] + found[-1])
+        last = (unit, m.end(), found[-1]) if unit > 1 else None
+    return found
 
 
 def grade_answer(task: dict, answer) -> dict:
     """``{"passed": bool, "why": str}`` under ``task["check"]``; a regex is searched for: anchor it with ^ and $."""
     check, text, kind = task["check"], _norm(answer), task["check"]["type"]
     if kind == "number":
-        got, want, tol = first_number(text), check["value"], check.get("tolerance", 0)
-        if got is None:
-            return {"passed": False, "why": f"no number in the answer; expected {describe_check(check)}"}
-        ok = abs(got - want) <= tol + 1e-9 * max(1.0, abs(want))   # 3.6 - 3.5 is 0.10000000000000009
-        return {"passed": ok, "why": f"found {got:g}; expected {describe_check(check)}"}
+        got, want, tol = numbers(text), check["value"], check.get("tolerance", 0)
+        hits = [n for n in got if abs(n - want) <= tol + 1e-9 * max(1.0, abs(want))]   # 3.6 - 3.5 is 0.1000…09
+        shown = ", ".join(f"{n:g}" for n in (hits or got)[:5]) + (", …" if len(hits or got) > 5 else "")
+        return {"passed": bool(hits), "why": f"found {shown}; expected {describe_check(check)}" if got else
+                f"no number in the answer; expected {describe_check(check)}"}
     if kind == "contains":
         values = check["value"] if isinstance(check["value"], list) else [check["value"]]
         missing = [v for v in values if _norm(v).casefold() not in text.casefold()]
@@ -54,8 +61,7 @@ def grade_answer(task: dict, answer) -> dict:
 
 
 def cost_of(agent) -> dict:
-    """Tokens in and out and their cost at the example prices: reported usage, else stage 09's estimate (a
-    ``Budget`` counts both; its limit plays no part here)."""
+    """Tokens in and out and their cost at the example prices, as stage 09's ``Budget`` counts them."""
     return Budget(max_cost=1.0).spent(agent)
 
 
@@ -88,25 +94,23 @@ def judge_answer(task: dict, answer, judge) -> dict:
     return {"passed": verdict.ok, "why": why, "readable": verdict.note is None}
 
 
-class RateLimitError(ModelError):
-    """The provider asked us to slow down (HTTP 429): worth a retry after a pause, unlike other failures."""
+class RateLimitError(TransientError):
+    """A scripted stand-in's 429: the provider asked us to slow down. Retried after a pause, as transient."""
 
 
-def is_rate_limit(error: BaseException) -> bool:
-    """A RateLimitError, or a ModelError saying "rate limit" (a key without quota is no rate limit)."""
-    text = str(error).lower()   # the cause too: a ScriptedModel raises a scripted error as a ModelError from it
-    return isinstance(error, RateLimitError) or isinstance(error.__cause__, RateLimitError) or (
-        isinstance(error, ModelError) and "not a rate limit" not in text and bool(re.search(r"rate[- ]limit", text)))
+def is_transient(error: BaseException) -> bool:
+    """Worth asking again: a TransientError (stage 08 says which), or a scripted one behind a ScriptedModel's error."""
+    return isinstance(error, TransientError) or isinstance(error.__cause__, TransientError)
 
 
 class with_retries:
-    """``model`` with a simulated ``latency_ms`` per call, rate limits retried after ``backoff``, 2 × ``backoff``, ...
-    seconds, and any other exception a ModelError (the agent stops cleanly). ``retried`` counts the retries."""
+    """``model`` with ``latency_ms`` per call; a transient error (left after an SDK's retries) is retried after
+    ``backoff``, doubling, or a longer ``Retry-After`` (≤ ``max_wait``); others: ModelErrors. ``retried`` counts."""
     def __init__(self, model, *, retries: int = 3, backoff: float = 0.5, latency_ms: float = 0, sleep=time.sleep,
-                 stop=None):
+                 stop=None, max_wait: float = 60):
         self.model, self.retries, self.backoff, self.latency_ms, self.sleep = model, retries, backoff, latency_ms, sleep
         self.native_tools, self.protocol = getattr(model, "native_tools", False), getattr(model, "protocol", None)
-        self.retried, self.stop = 0, stop if stop is not None else threading.Event()   # stop set: no further call
+        self.retried, self.stop, self.max_wait = 0, stop if stop is not None else threading.Event(), max_wait
 
     def complete(self, messages, tools=None) -> Reply:
         for attempt in range(self.retries + 1):
@@ -116,10 +120,11 @@ class with_retries:
                 return ask(self.model, messages, tools)
             except Exception as e:   # KeyboardInterrupt still stops everything
                 error = e if isinstance(e, ModelError) else ModelError(f"{type(e).__name__}: {e}")
-                if not is_rate_limit(error) or attempt == self.retries:
+                if not is_transient(error) or attempt == self.retries:
                     raise error from (None if error is e else e)
                 self.retried += 1
-                self.sleep(self.backoff * 2 ** attempt)
+                asked = getattr(error, "retry_after", None) or getattr(error.__cause__, "retry_after", None) or 0
+                self.sleep(min(max(self.backoff * 2 ** attempt, asked), self.max_wait))
 
 
 def run_task(task: dict, make_model, *, repeat: int = 0, latency_ms: float = 0, retries: int = 3,

@@ -11,8 +11,8 @@ from course_lib.courseware.cli import load_results
 from course_lib.courseware.eval_lab import (SCRIPTED, careful, chatty_judge, judge_demo, left_to_right, length_judge,
                                             lenient_judge, looping, sloppy)
 from course_lib.eval_tasks import CHECKS, check_task, load_tasks
-from course_lib.evaluation import (RateLimitError, compare, first_number, grade_answer, grade_trajectory,
-                                   is_rate_limit, judge_answer, run_suite, run_task, summarise,
+from course_lib.evaluation import (RateLimitError, compare, grade_answer, numbers, grade_trajectory,
+                                   is_transient, judge_answer, run_suite, run_task, summarise,
                                    with_retries, Interrupted)
 from course_lib.models.base import ModelError
 
@@ -122,9 +122,34 @@ def test_number_edge_survives_float_rounding_and_zero_tolerance():
     assert not passes({"type": "number", "value": 255000, "tolerance": 0}, "255,001원")
 
 
-def test_the_first_number_counts():
-    assert first_number("3일 2박: 255,000원") == 3 and first_number("-4.5 degrees") == -4.5
-    assert not passes({"type": "number", "value": 255000}, "3일 2박 상한은 255,000원")
+@pytest.mark.parametrize("text, found", [
+    ("3일 2박: 255,000원", [3, 2, 255000]), ("-4.5 degrees", [-4.5]), ("$168 in all", [168]), ("no idea", []),
+    ("25만 5천원", [250000, 5000, 255000]), ("2만5천원", [20000, 5000, 25000]), ("1.5만 원", [15000]),
+    ("1억 25만 5천", [100000000, 250000, 100250000, 5000, 100255000]),
+    ("5천 25만", [5000, 250000]),                      # rising units are two amounts, not one
+    ("25만원과 5천원", [250000, 5000]),                 # words between: two amounts
+    ("1,2,3", [1]), ("12,5", [12]), ("3.6.1", [3.6]), ("1024.", [1024]),   # a comma or dot right before: no number
+    ("천천히 3개", [3]), ("30일", [30]), ("1,024 and 1024", [1024, 1024])])
+def test_numbers_reads_every_number_with_separators_and_korean_units(text, found):
+    assert numbers(text) == found
+
+
+@pytest.mark.parametrize("answer", ["3일 2박이면 255,000원입니다.", "255,000원 (3일 × 25,000원 + 2박 × 90,000원)",
+                                    "25만 5천원입니다", "상한은 25.5만 원"])
+def test_a_right_answer_that_restates_the_inputs_passes_and_the_why_names_the_match(answer):
+    """The first number of "3일 2박이면 255,000원입니다." is 3: a live model's right answer failed trip-cap-ko."""
+    task = {"check": {"type": "number", "value": 255000, "tolerance": 0}}
+    verdict = grade_answer(task, answer)
+    assert verdict == {"passed": True, "why": "found 255000; expected the number 255000 (± 0)"}
+
+
+def test_a_wrong_answer_says_which_numbers_it_found_five_at_most():
+    task = {"check": {"type": "number", "value": 255000, "tolerance": 0}}
+    assert grade_answer(task, "3일 2박: 250,000원") == {
+        "passed": False, "why": "found 3, 2, 250000; expected the number 255000 (± 0)"}
+    assert grade_answer(task, "1 2 3 4 5 6 7")["why"] == "found 1, 2, 3, 4, 5, …; expected the number 255000 (± 0)"
+    assert grade_answer(task, "없음") == {"passed": False,
+                                          "why": "no number in the answer; expected the number 255000 (± 0)"}
 
 
 def test_contains_is_case_blind_needs_every_text_and_reads_korean():
@@ -301,7 +326,7 @@ def test_a_raising_model_is_a_failed_run_with_its_reason():
 
 def test_rate_limits_are_retried_with_backoff_then_succeed():
     waits = []
-    model = ScriptedModel([RuntimeError("429: rate limit exceeded"), RuntimeError("Rate-limited, slow down"),
+    model = ScriptedModel([RateLimitError("429: rate limit exceeded"), RateLimitError("Rate-limited, slow down"),
                            act("finish", answer="x")])
     wrapped = with_retries(model, retries=3, backoff=0.25, sleep=waits.append)
     assert wrapped.complete([{"role": "user", "content": "hi"}]).text == act("finish", answer="x")
@@ -312,17 +337,39 @@ def test_rate_limits_are_retried_with_backoff_then_succeed():
     assert result["passed"] and result["retries"] == 2
 
 
-def test_retries_are_bounded_and_only_for_rate_limits():
+def test_retries_are_bounded_and_only_for_transient_errors():
     waits = []
     always = with_retries(ScriptedModel([RateLimitError("slow")] * 5), retries=2, backoff=1, sleep=waits.append)
     with pytest.raises(ModelError, match="slow"):
         always.complete([])
     assert waits == [1, 2]
     other = with_retries(ScriptedModel([RuntimeError("server error 500"), "ok"]), sleep=waits.append)
-    with pytest.raises(ModelError, match="server error"):
+    with pytest.raises(ModelError, match="server error"):   # untyped: nothing says it is worth asking again
         other.complete([])
-    assert not is_rate_limit(ModelError("no quota left: this is not a rate limit"))
-    assert is_rate_limit(ModelError("OpenAI is rate-limiting this key (429)")) and not is_rate_limit(ValueError("rate limit"))
+    words = with_retries(ScriptedModel([RuntimeError("429: rate limit exceeded"), "ok"]), sleep=waits.append)
+    with pytest.raises(ModelError, match="rate limit"):   # words are not a type: stage 08 types what is transient
+        words.complete([])
+    assert not is_transient(ModelError("OpenAI is rate-limiting this key (429)")) and not is_transient(ValueError())
+    assert is_transient(RateLimitError("slow")) and not is_transient(ModelError("no quota left"))
+
+
+def test_an_overloaded_server_or_a_dropped_connection_is_retried_too():
+    """A 529, a 5xx or a lost connection goes away as a rate limit does (stage 08 makes them TransientErrors)."""
+    from course_lib.models.remote import TransientError
+    waits = []
+    model = ScriptedModel([TransientError("Anthropic's API is overloaded right now (529)"),
+                           TransientError("could not reach the OpenAI server (APIConnectionError)"), "ok"])
+    wrapped = with_retries(model, backoff=0.25, sleep=waits.append)
+    assert wrapped.complete([]).text == "ok" and waits == [0.25, 0.5] and wrapped.retried == 2
+
+
+def test_the_servers_retry_after_is_waited_when_longer_than_the_backoff_and_capped():
+    from course_lib.models.remote import TransientError
+    waits = []
+    model = ScriptedModel([TransientError("429", retry_after=3), TransientError("429", retry_after=0.1),
+                           TransientError("429", retry_after=900), "ok"])
+    wrapped = with_retries(model, backoff=0.5, sleep=waits.append, max_wait=60)
+    assert wrapped.complete([]).text == "ok" and waits == [3, 1.0, 60]   # 3 > 0.5; 0.1 < 1.0; 900 capped at 60
 
 
 # ---------------------------------------------------------------- summaries and comparisons

@@ -14,7 +14,7 @@ from course_lib.models import ModelError, ScriptedModel
 from course_lib.models.anthropic import AnthropicModel, history_to_anthropic, reply_from_anthropic
 from course_lib.models.base import ContextFullError, Reply, scrub
 from course_lib.models.openai import OpenAIModel, history_to_openai, reply_from_openai
-from course_lib.models.remote import explain_api_error
+from course_lib.models.remote import TransientError, explain_api_error
 
 THINKING = {"type": "thinking", "thinking": "", "signature": "EqQBCkYIBxgCKkB0c2lnbmF0dXJl"}
 REDACTED = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT"}
@@ -444,10 +444,50 @@ def anthropic_body(message, kind="invalid_request_error"):
     ("anthropic", 500, anthropic_body("Internal server error", "api_error"),
      "Anthropic had a server error (500), still after the SDK's retries: try again later. The API said: "
      '"Internal server error".'),
-    ("anthropic", 409, anthropic_body("conflict"), 'Anthropic answered with an error (409). The API said: "conflict".'),
+    ("anthropic", 409, anthropic_body("conflict"),
+     "Anthropic had a conflict (409), still after the SDK's retries: try again later. The API said: \"conflict\"."),
+    ("openai", 408, {"error": {"message": "slow", "type": "timeout"}},
+     "OpenAI had a request timeout (408), still after the SDK's retries: try again later. The API said: \"slow\"."),
+    ("anthropic", 418, anthropic_body("teapot"), 'Anthropic answered with an error (418). The API said: "teapot".'),
 ])
 def test_each_status_gets_its_sentence_word_for_word(provider, status, body, sentence):
     assert str(explain(provider, status, body)) == sentence
+
+
+@pytest.mark.parametrize("provider, status, body", [
+    ("anthropic", 429, anthropic_body("slow down", "rate_limit_error")), ("openai", 429, RATE),
+    ("anthropic", 529, anthropic_body("Overloaded", "overloaded_error")), ("openai", 500, {"error": {"message": "x"}}),
+    ("openai", 503, {"error": {"message": "x"}}), ("anthropic", 408, anthropic_body("t")),
+    ("anthropic", 409, anthropic_body("c"))])
+def test_what_the_sdks_retry_is_transient_with_the_servers_retry_after(provider, status, body):
+    """The SDKs retry 408, 409, 429 and 5xx (`_should_retry`): after their retries these are worth asking again."""
+    error = explain(provider, status, body, {"retry-after": "7"})
+    assert type(error) is TransientError and error.retry_after == 7.0 and error.stop_reason == "model_error"
+    assert explain(provider, status, body, {"retry-after": " 1.5 "}).retry_after == 1.5
+    assert explain(provider, status, body).retry_after is None
+
+
+@pytest.mark.parametrize("headers", [{"retry-after": "soon"}, {"retry-after": "-3"}, {"retry-after": "inf"},
+                                     {"retry-after": "nan"}, {"retry-after": "1.2.3"}, {"retry-after": ""},
+                                     {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, {"retry-after-ms": "1500"}])
+def test_a_retry_after_that_is_no_number_of_seconds_is_none(headers):
+    assert explain("anthropic", 429, anthropic_body("slow", "rate_limit_error"), headers).retry_after is None
+
+
+@pytest.mark.parametrize("provider, status, body", [
+    ("openai", 429, QUOTA), ("anthropic", 400, anthropic_body("bad")), ("anthropic", 401, anthropic_body("key")),
+    ("anthropic", 404, anthropic_body("gone")), ("anthropic", 413, anthropic_body("big")),
+    ("anthropic", 400, anthropic_body("prompt is too long: 210000 tokens > 200000 maximum")),
+    ("anthropic", 418, anthropic_body("teapot"))])
+def test_what_waiting_cannot_fix_is_not_transient(provider, status, body):
+    assert not isinstance(explain(provider, status, body, {"retry-after": "7"}), TransientError)
+
+
+def test_a_dropped_connection_is_transient():
+    import httpx
+    import anthropic
+    error = anthropic.APIConnectionError(request=httpx.Request("POST", "https://api.example.test/v1/messages"))
+    assert type(explain_api_error(error, "anthropic", "m-1")) is TransientError
 
 
 def test_what_the_api_said_is_quoted_with_its_request_id_trimmed_and_masked():

@@ -2,10 +2,10 @@
 
 Adds: ``make_client``; ``call_api``, which turns an SDK error into a ``ModelError`` (``explain_api_error``): what
 happened and what to do (a key without billing is not a rate limit, a 404 may be the base URL, a full context
-ends the run with ``"context_full"``), then the API's own words, key-like text masked, and the request id;
-``checked_choice``, a ``tool_choice`` both adapters accept (stage 11 forces a call with it).
+ends the run with ``"context_full"``, a ``TransientError`` may work later), then the API's own words, key-like
+text masked, and the request id; ``checked_choice``, a ``tool_choice`` both adapters accept (stage 11 uses it).
 
-Leaves out: retries (the SDK's ``max_retries``). The SDKs load only when a real model is built or fails.
+Leaves out: retries (the SDKs' ``max_retries=2`` retry 408, 409, 429 and 5xx). The SDKs load only when used.
 """
 from __future__ import annotations
 
@@ -22,6 +22,13 @@ _KEYISH = re.compile(r"\b(?:sk-[A-Za-z0-9_*-]{6,}|[A-Za-z0-9_-]{32,})")   # key-
 
 class MissingKeyError(ModelError):
     """No API key in the environment and none given."""
+
+
+class TransientError(ModelError):
+    """Worth asking again later, after the SDK's own retries; ``retry_after``: the server's ``Retry-After``, or None."""
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def require_key(provider: str, api_key: str | None) -> str:
@@ -81,13 +88,18 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
     if isinstance(error, module.APIConnectionError):
         where = f" at {base_url}" if base_url else ""
         hint = "is `ollama serve` running?" if provider == "ollama" else "check the network or the base URL"
-        return ModelError(f"could not reach the {name} server{where} ({type(error).__name__}): {hint}")
+        return TransientError(f"could not reach the {name} server{where} ({type(error).__name__}): {hint}")
     if not isinstance(error, module.APIStatusError):
         return None
     status = error.status_code
     message, kind, code = _error_fields(error)
     said = _quote(message, error.request_id)   # every SDK status error has one (None when not sent)
     low = f"{message} {kind} {code}".lower()
+
+    def again(what: str, todo: str) -> TransientError:
+        wait = str(error.response.headers.get("retry-after", "")).strip()   # seconds; an HTTP date is left to the SDK
+        return TransientError(f"{what}, still after the SDK's retries: {todo}.{said}",
+                              float(wait) if wait.replace(".", "", 1).isdigit() else None)
     if status == 413 or kind == "request_too_large":
         text = f"{name} refused the request as too large (413): trim the conversation or the tool results"
     elif "context_length" in low or "prompt is too long" in low or "context window" in low:
@@ -110,12 +122,13 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
                 f"wrong (check base_url= or {URL_VARS[provider]}{v1})")
     elif status == 400:
         text = f"{name} rejected the request (400 bad request)"
-    elif status == 429:
-        text = f"{name} is rate-limiting this key (429), still after the SDK's retries: wait a minute and try again"
+    elif status == 429:   # the SDKs retry these (and 408, 409, 5xx) themselves: a TransientError is after that
+        return again(f"{name} is rate-limiting this key (429)", "wait a minute and try again")
     elif status == 529 or kind == "overloaded_error" or (status == 503 and "overloaded" in low):
-        text = f"{name}'s API is overloaded right now ({status}), still after the SDK's retries: try again later"
-    elif status >= 500:
-        text = f"{name} had a server error ({status}), still after the SDK's retries: try again later"
+        return again(f"{name}'s API is overloaded right now ({status})", "try again later")
+    elif status >= 500 or status in (408, 409):
+        what = "a server error" if status >= 500 else "a request timeout" if status == 408 else "a conflict"
+        return again(f"{name} had {what} ({status})", "try again later")
     else:
         text = f"{name} answered with an error ({status})"
     return ModelError(text + "." + said)
