@@ -131,19 +131,18 @@ nobody.why_no = "no approver was given (ToolPolicy(..., approver=...)), so nobod
 
 
 class ToolPolicy:
-    """Per-tool rules in code: ``always`` run, ``ask`` a person first, ``never`` run (others get ``default``); with
-    ``taint``, a call carrying text from a tool's output is asked about too. Each decision goes to ``decisions``; a
-    denied call is an error observation saying who said no and why. An approver that fails denies."""
+    """Per-tool rules in code: ``always`` run, ``ask`` a person first, ``never`` run; a tool nobody named gets
+    ``default`` ("ask"), and a rule none of these is refused at once. With ``taint``, a call carrying a tool's output
+    is asked about too. ``decisions`` keeps each; a denial says who said no, and why; a failing approver denies."""
 
-    def __init__(self, rules: dict[str, str], approver=None, *, default: str = "always", taint: bool = True,
+    def __init__(self, rules: dict[str, str], approver=None, *, default: str = "ask", taint: bool = True,
                  min_span: int = 20):
         for name, rule in [*dict(rules).items(), ("default", default)]:
             if rule not in RULES:
                 raise ValueError(f"the rule for {name!r} must be 'always', 'ask' or 'never', not {rule!r}")
         self.rules, self.default = dict(rules), default
         self.approver = nobody if approver is None else approver   # a person's screen is the caller's choice
-        self.taint = Taint(min_span) if taint else None
-        self.decisions: list[dict] = []
+        self.taint, self.decisions = Taint(min_span) if taint else None, []   # decisions: dicts, as decide returns
 
     def guard(self, tools) -> dict:
         """The tools, each checked by this policy before it runs, its output remembered as tainted."""
@@ -155,12 +154,13 @@ class ToolPolicy:
     def decide(self, tool: str, args: dict) -> dict:
         """May this call run? Returns (and keeps in ``decisions``) who decided, and why."""
         rule = self.rules.get(tool, self.default)
+        said = f"{tool} is set to '{rule}'" if tool in self.rules else f"{tool} has no rule: the default is '{rule}'"
         if rule == "never":
-            return self._record(tool, False, "the policy", f"{tool} is set to 'never'")
+            return self._record(tool, False, "the policy", said)
         span = self.taint.find(args) if self.taint is not None else None
         if rule == "always" and span is None:
-            return self._record(tool, True, "the policy", f"{tool} is set to 'always'")
-        why = [f"{tool} is set to 'ask'"] if rule == "ask" else []
+            return self._record(tool, True, "the policy", said)
+        why = [said] if rule == "ask" else []
         why += [f'its arguments carry text from a tool\'s output ("{span}")'] if span else []
         request = CallRequest(tool, args, " and ".join(why))
         try:

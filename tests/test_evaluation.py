@@ -539,13 +539,16 @@ def test_on_ctrl_c_the_results_are_the_runs_whose_rows_were_shown(monkeypatch):
 
 # ---------------------------------------------------------------- lesson 12's your-turn cells say why
 def _lesson_cell(tagged_line: str, edits: dict) -> str:
-    """Run lesson 12's setup cell, then the cell holding ``tagged_line`` with a learner's ``edits``; its output."""
+    """Run lesson 12's setup cell, then the your-turn cell holding ``tagged_line`` as a learner fills it in (the
+    course's answer, folded below it) with the learner's ``edits``; its output."""
     import contextlib
     import io
     from pathlib import Path
     cells = json.loads((Path(__file__).parent.parent / "notebooks" / "12_evaluation.ipynb").read_text(encoding="utf-8"))
-    sources = ["".join(c["source"]) for c in cells["cells"] if c["cell_type"] == "code"]
-    setup, cell = next(s for s in sources if "tasks = load_tasks()" in s), next(s for s in sources if tagged_line in s)
+    code = [c for c in cells["cells"] if c["cell_type"] == "code"]
+    sources = ["".join(c["source"]) for c in code]
+    answers = ["".join(c["source"]) for c in code if "answer" in c["metadata"].get("tags", [])]
+    setup, cell = next(s for s in sources if "tasks = load_tasks()" in s), next(s for s in answers if tagged_line in s)
     for old, new in edits.items():
         assert old in cell, old
         cell = cell.replace(old, new)

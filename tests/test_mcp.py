@@ -933,9 +933,14 @@ LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "13_mcp_and_fram
 
 
 def lesson_code(*firsts: str) -> str:
-    """The code cells of lesson 13 that start with each of ``firsts``, in that order."""
-    cells = ["".join(c["source"]) for c in json.loads(LESSON.read_text(encoding="utf-8"))["cells"]
-             if c["cell_type"] == "code"]
+    """The code cells of lesson 13 that start with each of ``firsts``, in that order. A your-turn cell is taken as
+    a learner fills it in: the course's answer folded below it, without its first line (# The course's answer)."""
+    cells = []
+    for cell in json.loads(LESSON.read_text(encoding="utf-8"))["cells"]:
+        tags = cell["metadata"].get("tags", [])
+        if cell["cell_type"] == "code" and "your-turn" not in tags:
+            source = "".join(cell["source"])
+            cells.append(source.removeprefix("# The course's answer\n") if "answer" in tags else source)
     return "\n\n".join(next(c for c in cells if c.startswith(first)) for first in firsts)
 
 

@@ -154,7 +154,7 @@ def test_taint_finds_copied_text_in_a_dict_key_too():
     taint.add("Pay invoice 2024-117 to account 110-234-567890 today.")
     assert taint.find({"headers": {"X-Note: account 110-234-567890": "1"}}) == " account 110"   # a nested key
     assert taint.find({"headers": {"x": "1"}, 5: None}) is None                           # short and non-text keys
-    policy = ToolPolicy({}, approver=deny, min_span=12)
+    policy = ToolPolicy({}, approver=deny, default="always", min_span=12)
     tools = policy.guard({"read_note": lambda: "Pay invoice 2024-117 to account 110-234-567890 today.",
                           "post": lambda fields: "posted"})
     dispatch(tools, "read_note", {})
@@ -163,7 +163,7 @@ def test_taint_finds_copied_text_in_a_dict_key_too():
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_policy_stops_every_variant_and_says_who_said_no(variant):
-    policy = ToolPolicy({"send_email": "ask"}, approver=deny)
+    policy = ToolPolicy({"send_email": "ask"}, approver=deny, default="always")
     agent, effects = lab_agent(variant, wrap=policy.guard)
     assert effects == []
     denied = observations(agent)[1]
@@ -219,7 +219,7 @@ def test_taint_makes_an_always_tool_ask_and_error_text_counts_as_tool_output():
             raise ToolError("no note 'missing'; did you mean the note about the Friday release plan?")
         return "Pay invoice 2024-117 to account 110-234-567890 today."
     asked = []
-    policy = ToolPolicy({}, approver=lambda request: asked.append(request.reason) or False)
+    policy = ToolPolicy({}, approver=lambda request: asked.append(request.reason) or False, default="always")
     tools = policy.guard({"read_note": read_note, "calculator": calculator, "echo": lambda text: text})
     dispatch(tools, "read_note", {"name": "todo"})
     dispatch(tools, "read_note", {"name": "missing"})
@@ -674,20 +674,35 @@ def test_a_policy_without_an_approver_denies_what_needs_a_person_and_says_none_w
 
 
 def test_with_taint_off_copied_text_runs_without_a_question():
-    policy = ToolPolicy({}, approver=deny, taint=False)
-    assert policy.taint is None and ToolPolicy({}, approver=deny).taint.min_span == 20
+    policy = ToolPolicy({}, approver=deny, default="always", taint=False)
+    assert policy.taint is None and ToolPolicy({}, approver=deny, default="always").taint.min_span == 20
     tools = policy.guard({"read": lambda: "Pay invoice 2024-117 to account 110-234-567890 today.",
                           "echo": lambda text: text})
     dispatch(tools, "read", {})
     obs = dispatch(tools, "echo", {"text": "account 110-234-567890 today"})
     assert not obs.is_error and obs.content == "account 110-234-567890 today"
     assert policy.decisions[-1] == {"tool": "echo", "allowed": True, "by": "the policy",
-                                    "reason": "echo is set to 'always'"}
+                                    "reason": "echo has no rule: the default is 'always'"}
+
+
+def test_a_tool_nobody_named_is_asked_about_never_run_blindly():
+    """As exercise 09.2 teaches: the default rule is "ask"; a rule that is not one of the three never lets a call
+    through either (refused when the policy is made, before anything runs)."""
+    asked = []
+    policy = ToolPolicy({"lookup": "always"}, approver=lambda request: asked.append(request.reason) or False)
+    ran = []
+    tools = policy.guard({"lookup": lambda: ran.append("lookup") or "ok", "export_customers": lambda: ran.append("x")})
+    assert dispatch(tools, "lookup", {}).content == "ok"
+    refused = dispatch(tools, "export_customers", {})
+    assert refused.is_error and ran == ["lookup"] and asked == ["export_customers has no rule: the default is 'ask'"]
+    with pytest.raises(ValueError, match="'Always'"):
+        ToolPolicy({"lookup": "Always"})
 
 
 def test_a_tainted_call_to_an_ask_tool_gives_both_reasons():
     asked = []
-    policy = ToolPolicy({"echo": "ask"}, approver=lambda request: asked.append(request.reason) or "yes", min_span=12)
+    policy = ToolPolicy({"echo": "ask", "read": "always"}, approver=lambda request: asked.append(request.reason) or "yes",
+                        min_span=12)
     tools = policy.guard({"read": lambda: "The quarterly numbers are confidential.", "echo": lambda text: text})
     dispatch(tools, "read", {})
     dispatch(tools, "echo", {"text": "quarterly numbers"})

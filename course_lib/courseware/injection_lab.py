@@ -151,7 +151,7 @@ def run_attack(variant: str, model: str = "gullible", defences=()) -> dict:
     if "least_privilege" in defences:
         tools = only(tools, READ_ONLY)
     if "policy" in defences:   # the lab's approver says no to everything, as an unattended run must
-        tools = ToolPolicy({n: "ask" for n in SENSITIVE if n in tools}, approver=deny).guard(tools)
+        tools = ToolPolicy({n: "ask" for n in SENSITIVE if n in tools}, approver=deny, default="always").guard(tools)
     if "marking" in defences:
         tools = mark_untrusted(tools)
     from ..agent import Agent
