@@ -101,6 +101,8 @@ EXERCISES = {
              expected="die strasse ist gesp", hint="use str.casefold(), not lower(): 'ß'.casefold() is 'ss'"),
         Case("the first text in order", tainted(["QA found two small bugs", "the release moves to Friday"]),
              expected="qa found two small b", hint="search the texts in order and return the first hit"),
+        Case("a key before its value", tainted({"QA found two small bugs": "the release moves to Friday"}),
+             expected="qa found two small b", hint="for a dict: each key, then its value (keys are not last)"),
         Case("no span across two outputs", tainted({"b": "meeting moved to thursday, 3 p.m."},
                                                    ("Meeting moved to", "Thursday, 3 p.m.")),
              expected=None, hint="each seen text on its own: joining them makes runs no tool returned"),
