@@ -1,6 +1,7 @@
 """The exercise check engine: a ✓/✗ table, never a crash, never a hang (also inside a real Jupyter kernel)."""
 import _thread
 import json
+import math
 import os
 import signal
 import queue
@@ -10,9 +11,13 @@ from importlib import import_module
 from pathlib import Path
 
 import pytest
+from rank_bm25 import BM25Okapi
 
 from course_lib.courseware import checks
-from course_lib.courseware.checks import Case, CheckResult, Exercise, check, render, run_cases
+from course_lib.courseware.checks import Case, CheckResult, Exercise, check, exercise, render, run_cases
+from course_lib.courseware.exercises import stage11
+from course_lib.mcp_bridge import from_mcp_result, schema_problems
+from course_lib.retrieval import BM25, tokenize
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -1005,3 +1010,72 @@ def test_stop_pressed_while_waiting_stops_the_case_puts_things_back_and_gets_thr
     while any(t.name == "check: stopped" for t in threading.enumerate()) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert not any(t.name == "check: stopped" for t in threading.enumerate()), "the case was stopped too"
+
+
+# ---------------------------------------------------------------- the cases' own data, against the course's finished code
+def failed(exercise_id: str, candidate) -> list[str]:
+    """The labels of the cases that `candidate` fails; the check itself must have run."""
+    result = run_cases(exercise_id, candidate)
+    assert result.error is None and not result.not_implemented, result
+    return [c.label for c in result.cases if not c.ok]
+
+
+# ---- 11.1's fixed numbers are BM25's: course_lib's, and rank-bm25's where it gives a number
+BM25_CASES = {   # case label → (query, documents, parameters), as stage11.py builds them
+    "one word in one document": (["thursday"], stage11.DOCS, {}),
+    "two words add up": (["unit", "price"], stage11.DOCS, {}),
+    "a query word twice counts twice": (["price", "price"], stage11.DOCS, {}),
+    "more matches help less and less": (["x"], stage11.SATURATE, {}),
+    "a longer document is discounted": (["x"], stage11.LENGTHS, {}),
+    "k1=0: only whether the word is there": (["unit", "price"], stage11.DOCS, {"k1": 0}),
+    "b=0: no length discount": (["unit", "price"], stage11.DOCS, {"b": 0}),
+    "in most documents: the epsilon floor": (["the"], stage11.DOCS, {}),
+    "epsilon=0: a common word adds nothing": (["the"], stage11.DOCS, {"epsilon": 0}),
+    "a common and a rare word": (["the", "review"], stage11.DOCS, {}),
+    "idf exactly 0 is not floored": (["x"], stage11.EVEN, {}),
+    "empty documents count": (["b"], stage11.EMPTIES, {}),
+    "Korean pairs": (["다음", "회의"], stage11.KOREAN, {}),
+    "a word in no document": (["weather"], stage11.DOCS, {}),
+    "an empty query": ([], stage11.DOCS, {}),
+}
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in divide:RuntimeWarning")   # rank-bm25, k1=0
+@pytest.mark.parametrize("label", list(BM25_CASES))
+def test_the_fixed_numbers_of_11_1_are_what_bm25_computes(label):
+    query, docs, params = BM25_CASES[label]
+    case = next(c for c in exercise("11.1").cases if c.label == label)
+    ours = BM25(docs, **params).scores(query)
+    assert case.expected == [round(x, 4) for x in ours]
+    oracle = list(BM25Okapi(docs, **params).get_scores(query)) if params.get("k1") != 0 else None
+    if oracle is not None:   # with k1=0 rank-bm25 divides 0 by 0 for documents without the word (nan)
+        assert ours == pytest.approx(oracle, abs=1e-12)
+    else:
+        assert [x for x in ours if x] == pytest.approx([x for x in BM25Okapi(docs, **params).get_scores(query)
+                                                       if not math.isnan(x) and x], abs=1e-12)
+
+
+def test_the_big_corpus_number_of_11_1_is_what_bm25_computes():
+    scores = BM25(stage11.corpus()).scores(["w1", "w17", "w9001"])
+    best = max(range(len(scores)), key=scores.__getitem__)
+    case = next(c for c in exercise("11.1").cases if c.label == "5,000 documents")
+    assert case.expected == [5000, best, round(scores[best], 4)]
+    assert scores == pytest.approx(list(BM25Okapi(stage11.corpus()).get_scores(["w1", "w17", "w9001"])), abs=1e-9)
+
+
+def test_the_korean_documents_of_11_1_are_what_tokenize_gives():
+    lines = ["단가는 개당 24달러입니다", "출장비 규정은 사내 문서를 확인하세요", "다음 회의는 목요일입니다", "회의 메모",
+             "출장 보고서는 금요일까지 내세요"]
+    assert stage11.KOREAN == [tokenize(line) for line in lines] and tokenize("다음 회의") == ["다음", "회의"]
+
+
+def test_the_checklist_of_11_2_is_drawn_as_the_planning_tools_draw_it():
+    from course_lib.planning import Todo, TodoList
+    todos = TodoList()
+    todos.items = [Todo(t["text"], t["status"], t["note"]) for t in stage11.PLAN]
+    assert stage11.lines(stage11.PLAN) == todos.checklist().splitlines()
+
+
+def test_the_finished_versions_pass_the_cases_they_share_with_the_exercises():
+    assert failed("13.1", from_mcp_result) == []
+    assert failed("13.3", schema_problems) == []

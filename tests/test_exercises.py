@@ -10,8 +10,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from course_lib import default_tools
 from course_lib.courseware.checks import exercise
+from course_lib.courseware.exercises import stage11
 from course_lib.courseware.grading import MARKER, ROOT, grade, make_exercise, solution_paths
+from course_lib.courseware.mcp_serve import refusal
+from course_lib.dispatch import dispatch
+from test_wrong_solutions import solution   # a solution notebook's reference solution; tests/ is on sys.path (rootdir mode)
 
 SOLUTIONS = solution_paths()
 STAGES = sorted(p.stem[-2:] for p in (Path(__file__).resolve().parent.parent / "course_lib" / "courseware"
@@ -227,3 +232,43 @@ def test_a_cell_without_metadata_has_no_grade_id():
     from course_lib.courseware.grading import _grade_id
     assert _grade_id({"cell_type": "code", "source": ""}) == ""
     assert _grade_id(nbformat.v4.new_code_cell("")) == ""
+
+
+# ---------------------------------------------------------------- reference solutions agree with the course's finished code
+def test_the_verdicts_of_11_3_are_read_as_the_planning_module_reads_them():
+    """Every case of 11.3 that calls with a plain text agrees with course_lib.planning.parse_verdict."""
+    from course_lib.planning import parse_verdict
+    reference = solution("11.3")
+    for case in exercise("11.3").cases:
+        finished = case.call(lambda text: None if parse_verdict(text).note else
+                             {"ok": parse_verdict(text).ok, "feedback": parse_verdict(text).feedback})
+        assert finished == case.call(reference), case.label
+
+
+def test_the_edges_of_11_4_are_what_call_edges_gives_for_trees_without_odd_whitespace():
+    from course_lib.orchestration import call_edges
+    edges = solution("11.4")
+    assert edges(stage11.NESTED) == call_edges(stage11.NESTED)
+    assert edges(stage11.TEAM) == call_edges(stage11.TEAM)
+
+
+def test_the_reference_answers_like_course_mcp_serve_where_both_answer():
+    """13.2's reference and the real server agree on codes, ids and a tool error's text: the exercise teaches the
+    real thing. tests/test_mcp.py pins the server's answers; ``refusal`` is its layer before the SDK. The one
+    difference, which the exercise states: the SDK reads "arguments": null as missing (the spec's schema, and the
+    exercise, refuse it: -32602)."""
+    reply = solution("13.2")
+    tools = default_tools()
+    for message in [{"id": 5, "method": "ping"}, {"jsonrpc": "1.0", "id": 6, "method": "ping"}, [1, 2], "ping",
+                    {"jsonrpc": "2.0", "id": None, "method": "ping"}, {"jsonrpc": "2.0", "id": True, "method": "ping"},
+                    {"jsonrpc": "2.0", "id": 7}, {"jsonrpc": "2.0", "method": 1}]:
+        ours, served = reply(message, tools), refusal(json.dumps(message))
+        assert (ours["id"], ours["error"]["code"]) == (served["id"], served["error"]["code"]), message
+    failed_call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
+                   "params": {"name": "calculator", "arguments": {"expression": "1/0"}}}
+    assert reply(failed_call, tools)["result"]["content"][0]["text"] == \
+        dispatch(tools, "calculator", {"expression": "1/0"}).content   # what the server sends, word for word
+    assert reply({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "calculater"}},
+                 tools)["error"]["code"] == -32602
+    assert reply({"jsonrpc": "2.0", "id": 6, "method": "resources/list"}, tools)["error"]["code"] == -32601
+    assert reply({"jsonrpc": "2.0", "id": 7, "method": "ping"}, tools) == {"jsonrpc": "2.0", "id": 7, "result": {}}

@@ -1,5 +1,7 @@
-"""Lessons are for doing (SPEC §3): every lesson from 01 on has at least two `your-turn` code cells, each with a
-working default and an immediate check that prints ✓ or ✗ (recorded in its output)."""
+"""Lessons are for doing (SPEC §3): every lesson from 01 on has at least two `your-turn` code cells. Each arrives
+unanswered (a `...` its check recognises, so it says "your turn: ..." and fails nothing), and the course's
+answer follows it, folded: the same cell with the `...` filled in, whose check prints ✓."""
+import difflib
 import json
 from pathlib import Path
 
@@ -8,18 +10,36 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
                  if p.name[:2] != "00")
+FOLDED = {"source_hidden": True, "outputs_hidden": True}
+
+
+def _printed(cell) -> str:
+    assert not any(o.get("output_type") == "error" for o in cell.get("outputs", [])), "".join(cell["source"])[:200]
+    return "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
 
 
 @pytest.mark.parametrize("path", LESSONS, ids=lambda p: p.name)
-def test_every_lesson_has_two_your_turn_cells_with_an_immediate_check(path):
+def test_every_your_turn_cell_asks_and_the_courses_answer_follows_it_folded(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    turns = [c for c in cells if "your-turn" in c.get("metadata", {}).get("tags", [])]
+    turns = [i for i, c in enumerate(cells) if "your-turn" in c.get("metadata", {}).get("tags", [])]
     assert len(turns) >= 2, f"{path.name} has {len(turns)} your-turn cell(s)"
-    for cell in turns:
-        assert cell["cell_type"] == "code"
-        printed = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
-        assert "✓" in printed or "✗" in printed, f"{path.name}: a your-turn cell without a ✓/✗ check"
-        assert not any(o.get("output_type") == "error" for o in cell.get("outputs", []))
+    for i in turns:
+        cell, answer = cells[i], cells[i + 1]
+        source = "".join(cell["source"])
+        assert cell["cell_type"] == "code" and "answered(" in source and "..." in source, source[:200]
+        printed = _printed(cell)
+        assert printed.startswith("your turn: ") and "✓" not in printed and "✗" not in printed, \
+            f"{path.name} cell {i} arrives answered: {printed[:200]!r}"
+        assert answer["cell_type"] == "code" and answer["metadata"].get("tags") == ["answer"], f"{path.name} cell {i}"
+        assert answer["metadata"].get("jupyter") == FOLDED, f"{path.name} cell {i + 1}: the answer is not folded"
+        shown = _printed(answer)
+        assert "✓" in shown and "✗" not in shown and "your turn" not in shown, f"{path.name} cell {i + 1}: {shown!r}"
+        # the answer is the learner's cell with the `...` filled in: the check itself is the same code
+        removed = [line for line in difflib.ndiff(source.splitlines(), "".join(answer["source"]).splitlines())
+                   if line.startswith("- ")]
+        assert removed and all("..." in line for line in removed), f"{path.name} cell {i + 1} changes {removed}"
+        before = "".join(cells[i - 1]["source"])
+        assert "holds one" not in before and "as committed it shows" not in before, f"{path.name} cell {i - 1}"
 
 
 @pytest.mark.parametrize("path", sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("solutions/*.ipynb"))

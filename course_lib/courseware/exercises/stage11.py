@@ -6,7 +6,7 @@ import copy
 from ..checks import Case, Exercise
 from ...tools import ToolError
 
-# ---- 11.1 bm25_scores: the expected numbers are fixed; tests/test_cases_catch_wrong_solutions_stage11.py checks
+# ---- 11.1 bm25_scores: the expected numbers are fixed; tests/test_checks.py checks
 # each against course_lib.retrieval.BM25 and rank-bm25's BM25Okapi (the textbook implementation).
 DOCS = [["the", "unit", "price", "is", "24", "dollars"], ["orders", "of", "500", "dollars", "ship", "free"],
         ["the", "next", "review", "is", "on", "thursday"],
