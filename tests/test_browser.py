@@ -105,7 +105,9 @@ def jupyterlab(tmp_path):
 def run_cell(page, text: str):
     """Select the code cell containing `text`, run it with Shift+Enter, and return its locator. A press made while
     a just-opened notebook's kernel is still starting can be dropped (the prompt stays `[ ]`; the status bar may
-    show another tab's kernel as Idle), so a cell that shows no sign of running is pressed again, up to 3 times."""
+    show another tab's kernel as Idle), so a cell that shows no sign of running is pressed again, up to 3 times.
+    A press that is not dropped marks the cell `[*]` at once, in the page itself: the first two waits are short
+    (a dropped press used to cost a whole minute), the last one a hang guard."""
     cell = page.locator(".jp-CodeCell").filter(has=page.locator(".jp-InputArea", has_text=text)).first
     started = cell.locator(".jp-InputPrompt", has_text=re.compile(r"\[[0-9*]+\]"))
     for attempt in range(3):
@@ -113,7 +115,7 @@ def run_cell(page, text: str):
         cell.locator(".jp-InputArea-editor").click()
         page.keyboard.press("Shift+Enter")
         try:
-            started.wait_for(timeout=60_000 if attempt < 2 else 180_000)
+            started.wait_for(timeout=(5_000, 20_000, 180_000)[attempt])
             return cell
         except Exception as e:   # Playwright's TimeoutError: not started, so press again
             if "Timeout" not in type(e).__name__ or attempt == 2:
