@@ -836,13 +836,13 @@ def test_a_loop_that_retries_on_every_exception_is_still_stopped():
 def test_stopping_tries_at_least_once_and_not_at_all_once_the_case_is_done(monkeypatch):
     tries = []
     monkeypatch.setattr(checks, "_raise_in", lambda thread: tries.append(thread) or True)
-    me, box = threading.current_thread(), []
-    assert checks._stop(me, box, 0) is False and tries == [me]   # no time at all: still one try
+    me, results = threading.current_thread(), queue.SimpleQueue()
+    assert checks._stop(me, results, 0) is False and tries == [me]   # no time at all: still one try
     tries.clear()
-    assert checks._stop(me, box, 0.05) is False and len(tries) == 5   # one try every 10 ms
+    assert checks._stop(me, results, 0.05) is False and len(tries) == 5   # one try every 10 ms
     tries.clear()
-    box.append(None)   # finished (even with no row), its thread still ending: nothing to stop
-    assert checks._stop(me, box, 0.5) is True and tries == []
+    results.put(None)   # finished (even with no row), its thread still ending: nothing to stop
+    assert checks._stop(me, results, 0.5) is True and tries == []
 
 
 def test_a_stop_that_lands_just_as_the_case_finishes_stays_inside_the_check(monkeypatch):

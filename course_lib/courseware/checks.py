@@ -200,7 +200,7 @@ def _raise_in(thread: threading.Thread) -> bool:
     return changed == 1
 
 
-def _stop(thread: threading.Thread, box: list, seconds: float) -> bool:
+def _stop(thread: threading.Thread, results: queue.SimpleQueue, seconds: float) -> bool:
     """Try for up to `seconds` to end an abandoned case's thread; True when it has stopped.
 
     A loop like ``while True: try: ... except BaseException: pass`` catches some of the exceptions, so
@@ -208,10 +208,10 @@ def _stop(thread: threading.Thread, box: list, seconds: float) -> bool:
     and before the next case starts, so the thread id cannot have been reused by a case of ours meanwhile.
     """
     for _ in range(max(1, int(seconds / 0.01))):
-        if box or not thread.is_alive() or not _raise_in(thread):
+        if not results.empty() or not thread.is_alive() or not _raise_in(thread):
             break
         time.sleep(0.01)
-    return bool(box) or not thread.is_alive()
+    return not results.empty() or not thread.is_alive()
 
 
 def _untouchable(step: Callable) -> None:
@@ -235,8 +235,7 @@ def _run_case(case: Case, candidate, seconds: float):
     over with `SimpleQueue.put` (one C call: nothing lands inside it, unlike in a `threading.Event`'s lock),
     and before it ends it waits for the word that no stop is coming any more, catching the last one sent.
     """
-    box: list = []   # the row, once the case has finished (list.append is one C call too)
-    results, quiet = queue.SimpleQueue(), queue.SimpleQueue()
+    results, quiet = queue.SimpleQueue(), queue.SimpleQueue()   # the finished case's row; the word to end
 
     def work():
         row = None
@@ -244,7 +243,7 @@ def _run_case(case: Case, candidate, seconds: float):
             row = _evaluate(case, candidate)
         except BaseException:   # noqa: BLE001 - only _Abandoned gets here: the case was given up already
             pass
-        _untouchable(lambda: (box.append(row), results.put(row)))
+        _untouchable(lambda: results.put(row))
         _untouchable(quiet.get)   # one stop may still be on its way: it lands here, and the next get waits again
         _untouchable(quiet.get)
 
@@ -263,16 +262,16 @@ def _run_case(case: Case, candidate, seconds: float):
     try:
         try:
             # Short waits, so that Stop (SIGINT) is noticed at once even when the signal woke another thread.
-            while not (finished := _handed_over(results, 0.1)):
+            while (row := _handed_over(results, 0.1)) is _WAITING:
                 if _out_of_time(thread, time.monotonic() - start, seconds):
                     break
         except BaseException:   # KeyboardInterrupt: stop the case too, then let the interrupt through
-            _stop(thread, box, STOP_SECONDS)
+            _stop(thread, results, STOP_SECONDS)
             _restore(state)
             raise
-        if finished and box[0] is not None:
-            return box[0], True, True
-        stopped = _stop(thread, box, STOP_SECONDS)
+        if row is not _WAITING and row is not None:
+            return row, True, True
+        stopped = row is None or _stop(thread, results, STOP_SECONDS)   # None: finished, but a stop took its row
     finally:
         all_quiet()
     _restore(state)
@@ -286,12 +285,15 @@ def _run_case(case: Case, candidate, seconds: float):
     return row, False, stopped
 
 
-def _handed_over(results: queue.SimpleQueue, seconds: float) -> bool:
+_WAITING = object()   # no row handed over yet
+
+
+def _handed_over(results: queue.SimpleQueue, seconds: float):
+    """The row the case's thread handed over (None: a stop took it), or _WAITING after ``seconds``."""
     try:
-        results.get(timeout=seconds)
-        return True
+        return results.get(timeout=seconds)
     except queue.Empty:
-        return False
+        return _WAITING
 
 
 def _out_of_time(thread: threading.Thread, wall: float, seconds: float) -> bool:
