@@ -363,6 +363,26 @@ def test_an_overloaded_server_or_a_dropped_connection_is_retried_too():
     assert wrapped.complete([]).text == "ok" and waits == [0.25, 0.5] and wrapped.retried == 2
 
 
+def test_through_the_real_sdk_a_429_left_after_its_retries_is_retried_and_a_400_is_not():
+    """The stand-in answers 429 three times (the SDK's own two retries use them up), then the reply: with_retries
+    asks once more, waiting the server's Retry-After. A 400 is no transient error: one request, no retry."""
+    from course_lib.courseware.standin import StandInServer
+    from course_lib.models.providers import model_for
+    slow = {"status": 429, "type": "rate_limit_error", "message": "slow down", "retry_after": 0}
+    waits = []
+    with StandInServer([slow, slow, slow, "1024"]) as server:
+        model = with_retries(model_for("anthropic", base_url=server.url, api_key="sk-standin"), backoff=0.25,
+                             sleep=waits.append)
+        assert model.complete([{"role": "user", "content": "2**10?"}]).text == "1024"
+        assert len(server.requests) == 4 and model.retried == 1 and waits == [0.25]   # Retry-After 0 < backoff
+    bad = {"status": 400, "type": "invalid_request_error", "message": "bad"}
+    with StandInServer([bad, "never sent"]) as server:
+        model = with_retries(model_for("anthropic", base_url=server.url, api_key="sk-standin"), sleep=waits.append)
+        with pytest.raises(ModelError, match="400 bad request"):
+            model.complete([{"role": "user", "content": "hi"}])
+        assert len(server.requests) == 1 and model.retried == 0
+
+
 def test_the_servers_retry_after_is_waited_when_longer_than_the_backoff_and_capped():
     from course_lib.models.remote import TransientError
     waits = []

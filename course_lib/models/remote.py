@@ -96,7 +96,7 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
     said = _quote(message, error.request_id)   # every SDK status error has one (None when not sent)
     low = f"{message} {kind} {code}".lower()
 
-    def again(what: str, todo: str) -> TransientError:
+    def again(what: str, todo: str) -> TransientError:   # what the SDKs retry themselves, still failing after that
         wait = str(error.response.headers.get("retry-after", "")).strip()   # seconds; an HTTP date is left to the SDK
         return TransientError(f"{what}, still after the SDK's retries: {todo}.{said}",
                               float(wait) if wait.replace(".", "", 1).isdigit() else None)
@@ -122,7 +122,7 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
                 f"wrong (check base_url= or {URL_VARS[provider]}{v1})")
     elif status == 400:
         text = f"{name} rejected the request (400 bad request)"
-    elif status == 429:   # the SDKs retry these (and 408, 409, 5xx) themselves: a TransientError is after that
+    elif status == 429:
         return again(f"{name} is rate-limiting this key (429)", "wait a minute and try again")
     elif status == 529 or kind == "overloaded_error" or (status == 503 and "overloaded" in low):
         return again(f"{name}'s API is overloaded right now ({status})", "try again later")
