@@ -85,8 +85,8 @@ def execute(path: Path) -> bool:
 
 def main(argv: list[str]) -> int:
     offline_env()
-    paths = [Path(a).resolve() for a in argv] or (sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-                                                   + sorted((ROOT / "solutions").glob("[0-9][0-9]_*.ipynb")))
+    paths = [Path(a).resolve() for a in argv] or (sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
+                                                   + sorted((ROOT / "solutions").glob("[0-9][0-9]*_*.ipynb")))
     failed = [p for p in paths if not execute(p)]
     if failed:
         print(f"{len(failed)} notebook(s) failed: {', '.join(p.name for p in failed)}", file=sys.stderr)

@@ -188,7 +188,7 @@ def test_diagrams_fit_one_screen_with_readable_labels_and_alt_text(jupyterlab):
     its drawn size, so its labels stay readable (the 08 adapter diagram once rendered at about 10-pixel labels).
     A failing check() table is photographed along the way: the count first, failing rows marked."""
     work = jupyterlab["work"]
-    lessons = [nb for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")) if diagrams(nb)]
+    lessons = [nb for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")) if diagrams(nb)]
     assert len(lessons) >= 8
     # Every diagram in one notebook of the same width as a lesson: one page and one kernel instead of ten.
     found = [(nb.name, k, source) for nb in lessons for k, source in enumerate(diagrams(nb))]

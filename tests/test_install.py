@@ -145,7 +145,7 @@ def test_every_module_learner_code_imports_is_named_in_the_learner_extra():
 def test_the_scan_sees_the_imports_it_must():
     modules = learner_imports()
     assert {"anthropic", "openai", "matplotlib", "ipywidgets", "nbformat", "nbclient"} <= set(modules)
-    assert "notebooks/08_real_apis.ipynb" in modules["anthropic"]
+    assert "notebooks/08a_real_apis_on_the_wire.ipynb" in modules["anthropic"]
 
 
 def test_every_extra_the_repository_names_exists():

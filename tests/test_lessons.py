@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-LESSONS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")
+LESSONS = sorted(p for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")
                  if p.name[:2] != "00")
 FOLDED = {"source_hidden": True, "outputs_hidden": True}
 
@@ -54,17 +54,17 @@ def test_notebooks_carry_the_metadata_the_kernel_adds_so_opening_them_changes_no
 def test_each_lesson_says_what_it_builds_on_and_how_long_it_takes_as_the_readme_does():
     import re
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")):
         first = json.loads(path.read_text(encoding="utf-8"))["cells"][0]
         text = "".join(first["source"])
         found = re.search(r"\*\*Before you start:\*\* .+\. \*\*Time:\*\* about (\d+) minutes", text)
         assert found, f"{path.name}: the first cell says what it builds on and how long it takes"
-        row = next(line for line in readme.splitlines() if line.startswith(f"| {path.name[:2]} |"))
+        row = next(line for line in readme.splitlines() if line.startswith(f"| {path.name.split('_')[0]} |"))
         assert f"| {found[1]} min |" in row, f"README stage map and {path.name} disagree on the time"
 
 
 def test_each_lessons_whats_next_links_to_the_next_lesson():
-    lessons = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    lessons = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
     for path, following in zip(lessons, lessons[1:]):
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
         text = next("".join(c["source"]) for c in cells if "What's next" in "".join(c["source"]))
@@ -76,7 +76,7 @@ def _text_lines(output) -> int:
     return len("".join(text).splitlines())
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")), ids=lambda p: p.name)
 def test_no_wall_of_output_or_of_summary(path):
     """An output over 25 lines is folded with `course_lib.courseware.widgets.peek`; a lesson's summary stays short."""
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
@@ -111,7 +111,7 @@ def test_every_diagram_has_alt_text_and_flowcharts_run_left_to_right(path):
 
 
 def test_lesson_08_has_one_sequence_diagram_per_provider_and_03_the_description_pipeline():
-    sequences = [d for d in _diagrams(ROOT / "notebooks" / "08_real_apis.ipynb") if "sequenceDiagram" in d]
+    sequences = [d for d in _diagrams(ROOT / "notebooks" / "08a_real_apis_on_the_wire.ipynb") if "sequenceDiagram" in d]
     endpoints = ["POST /v1/messages", "POST /v1/chat/completions", "POST /api/chat"]
     assert len(sequences) == 3 and all(e in s for e, s in zip(endpoints, sequences))
     assert all(word in sequences[0] for word in ("tool_use", "tool_result", "is_error", "end_turn"))

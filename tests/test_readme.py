@@ -8,7 +8,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def stage_rows():
     section = README.split("## Stage map", 1)[1].split("\n## ", 1)[0]
-    return [line for line in section.splitlines() if re.match(r"\|\s*\d\d\s*\|", line)]
+    return [line for line in section.splitlines() if re.match(r"\|\s*\d\d[a-z]?\s*\|", line)]
 
 
 def test_the_two_commands_are_documented():
@@ -29,7 +29,7 @@ def test_every_linked_file_in_the_stage_map_exists():
 
 def test_every_notebook_and_stage_module_is_in_the_stage_map():
     table = "\n".join(stage_rows())
-    notebooks = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    notebooks = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
     modules = ["course_lib/tools.py", "course_lib/registry.py", "course_lib/describe.py",
                "course_lib/parsing.py", "course_lib/dispatch.py", "course_lib/agent.py",
                "course_lib/models/scripted.py", "course_lib/safety.py", "course_lib/memory.py"]
@@ -39,7 +39,7 @@ def test_every_notebook_and_stage_module_is_in_the_stage_map():
 
 def test_notebook_numbers_match_their_rows():
     for row in stage_rows():
-        number = re.match(r"\|\s*(\d\d)", row)[1]
+        number = re.match(r"\|\s*(\d\d[a-z]?)", row)[1]
         for link in re.findall(r"\]\((notebooks/[^)]+)\)", row):
             assert Path(link).name.startswith(number + "_"), f"{link} is in row {number}"
 
@@ -47,7 +47,7 @@ def test_notebook_numbers_match_their_rows():
 def test_every_exercise_notebook_is_linked_from_its_stage_row():
     table = "\n".join(stage_rows())
     for path in sorted((ROOT / "exercises").glob("[0-9][0-9]_*_exercises.ipynb")):
-        row = next(r for r in stage_rows() if re.match(rf"\|\s*{path.name[:2]}\s*\|", r))
+        row = next(r for r in stage_rows() if re.match(rf"\|\s*{path.name[:2]}[a-z]?\s*\|", r))
         assert f"](exercises/{path.name})" in row, f"{path.name} is not linked in row {path.name[:2]}"
     assert "exercises/" in table
 

@@ -913,6 +913,15 @@ def test_ollama_sends_thinking_text_when_the_turn_has_some():
     assert answer(server, "ollama", VALID["ollama"])[1]["message"] == {"role": "assistant", "content": "ok"}
 
 
+@pytest.mark.parametrize("think, shown", [(True, True), ("high", True), (None, True), (False, False)])
+def test_ollama_leaves_the_thinking_out_when_the_request_says_think_false(think, shown):
+    """Lesson 08b: Ollama's `think` option; false switches thinking off, so no `message.thinking` comes back."""
+    server = StandInServer([{"thinking": "7 × 24 = 168.", "text": "$168."}])
+    body = dict(VALID["ollama"], **({} if think is None else {"think": think}))
+    message = answer(server, "ollama", body)[1]["message"]
+    assert message["content"] == "$168." and ("thinking" in message) is shown
+
+
 def test_a_thinking_block_is_checked_against_the_block_issued_for_its_own_conversation():
     """Blocks are remembered by their signature (redacted ones by their data): a block from another
     conversation on the same server does not stand in for the one this conversation was given."""

@@ -18,7 +18,8 @@ def reply(body, turn, usage, n) -> dict:
     """The turn as a /api/chat response (not streamed): the message, why it stopped, and token counts."""
     calls = [{"function": {"name": c["name"], "arguments": _args(c)}} for c in turn.get("tool_calls", [])]
     message = {"role": "assistant", "content": turn.get("text") or _refusal(turn) or "",
-               **({"thinking": turn["thinking"]} if turn.get("thinking") else {}),
+               # Ollama leaves the reasoning out when the request says "think": false
+               **({"thinking": turn["thinking"]} if turn.get("thinking") and body.get("think") is not False else {}),
                **({"tool_calls": calls} if calls else {})}
     return {"model": body["model"], "created_at": "1970-01-01T00:00:00Z", "message": message, "done": True,
             "done_reason": turn.get("done_reason") or ("length" if _cut(turn) else "stop"),
