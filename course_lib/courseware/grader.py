@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import kernel_borrows, kernel_judge, sandbox
+from .hidden_asserts import explained
 from .notebook_marks import ROOT, SOLUTION, grade_id as _grade_id, stub as _stub
 
 CHECK_CALL = re.compile(r"""check\(\s*["'](\d\d\.\d+)["']\s*,\s*([A-Za-z_]\w*)""")
@@ -134,8 +135,8 @@ def assemble(trusted, submission) -> tuple[object, dict[str, list[str]], list[st
                 tamper.setdefault(exercise, []).append(
                     f"refused: answer cell '{gid}' was not run because {why} (see the notebook's note on imports)")
             source = SOLUTION.sub(_stub, cell.source) if problem or why else theirs[0].source
-        else:
-            source = cell.source
+        else:   # a hidden test runs rewritten so that a failure names its case, expected and got
+            source = explained(cell.source) if gid.endswith("_hidden") else cell.source
         cells.append(_copy(cell, source))
     known = {_grade_id(c) for c in trusted.cells if _grade_id(c)}
     plain = {c.source.strip() for c in trusted.cells if c.cell_type == "code" and not _grade_id(c)}
