@@ -138,3 +138,28 @@ def test_every_relative_link_in_a_notebook_points_to_a_file_that_exists():
                     if not (path.parent / target.split("#")[0]).exists():
                         broken.append(f"{path.relative_to(ROOT)} → {target}")
     assert not broken, "links to files that do not exist:\n" + "\n".join(broken)
+
+
+def _words(cells) -> int:
+    import re
+    return sum(len(re.findall(r"\w+", "".join(c["source"]))) for c in cells if c["cell_type"] == "markdown")
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")), ids=lambda p: p.name)
+def test_no_lesson_is_longer_than_about_seventy_minutes_of_text(path):
+    """Issue 24: a lesson that reads well (06) has about 3,800 words; 08 and 11 had 6,300 and 4,700, so they
+    are two lessons each now. Words as a reader meets them: every run of letters or digits in the text cells."""
+    words = _words(json.loads(path.read_text(encoding="utf-8"))["cells"])
+    assert words <= 3_800, f"{path.name} has {words:,} words of text: split it, or say less"
+
+
+@pytest.mark.parametrize("path", [p for p in LESSONS if p.name.split("_")[0] >= "09"], ids=lambda p: p.name)
+def test_lessons_09_on_build_a_piece_before_importing_it_and_show_both_agree(path):
+    """As 01-06 do: the learner's small version and the finished module on the same inputs, compared in a cell
+    whose output says "same ...: True". A comparison that printed False is a lesson that contradicts itself."""
+    import re
+    lines = [line.strip() for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+             for o in c.get("outputs", []) for line in "".join(o.get("text", "")).splitlines()]
+    agreed = [line for line in lines if re.search(r"\bsame\b[^:]*:\s*True\b", line, re.I)]
+    disagreed = [line for line in lines if re.search(r"\bsame\b[^:]*:\s*False\b", line, re.I)]
+    assert agreed and not disagreed, f"{path.name}: agreed {agreed[:3]}, disagreed {disagreed[:3]}"
