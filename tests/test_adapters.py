@@ -193,6 +193,15 @@ def test_a_malformed_reply_is_refused_with_its_sentence(fields, said):
     assert model_error(lambda: Reply(**fields)).startswith(said)
 
 
+def test_a_reply_object_of_the_wrong_shape_is_refused_where_it_is_made():
+    for make, phrase in [(lambda: Reply(stop="bogus"), "unknown stop"),
+                         (lambda: Reply(tool_calls=({"name": "x"},)), "tuple of ToolCall"),
+                         (lambda: Reply(text=None), "text must be text"),
+                         (lambda: ToolCall(name=None, args={}), "must be text")]:
+        with pytest.raises(ModelError, match=phrase):
+            make()
+
+
 def test_usage_may_leave_a_count_out_as_none():
     assert Reply(usage={"input_tokens": None, "output_tokens": 0}).usage == {"input_tokens": None, "output_tokens": 0}
 

@@ -1,11 +1,14 @@
 """Stage 06/07: the whole loop, offline, with real tools and scripted models."""
+import errno
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from course_lib import default_tools
+from course_lib import workspace as ws   # the module; `workspace` is the fixture below
 from course_lib.agent import Agent, default_max_steps
 from course_lib.courseware.scenarios import SCENARIOS, scenario_model
 from course_lib.models import ModelError, Reply, ScriptedModel, ToolCall
@@ -336,6 +339,31 @@ def test_a_native_model_needs_every_tool_described_before_the_run(tools):
     Agent({**tools, "half": half}, ScriptedModel([]))   # a text model reads the tool list as text: fine
 
 
+@dataclass
+class Tally:
+    """Count things and return the running total."""
+    total: int = 0
+    seen: list = field(default_factory=list)
+
+    def __call__(self, amount: int) -> str:
+        """Add to the tally.
+
+        Args:
+            amount: how much to add.
+        """
+        self.total += amount
+        return f"total is {self.total}"
+
+
+def test_an_agent_runs_with_a_stateful_callable_object():
+    tally = Tally()
+    model = ScriptedModel(['{"tool": "tally", "args": {"amount": 4}}', '{"tool": "tally", "args": {"amount": 5}}',
+                           '{"tool": "finish", "args": {"answer": "9"}}'])
+    agent = Agent({"tally": tally}, model)
+    assert "- tally(amount: int): Add to the tally." in agent.system_prompt or "tally(amount" in agent.system_prompt
+    assert agent.run("count") == "9" and tally.total == 9
+
+
 # ---------------------------------------------------------------- unusable replies: the counter is "in a row"
 def test_three_unusable_replies_is_the_default_limit(tools):
     agent = Agent(tools, ScriptedModel(["no json here"] * 10), max_steps=10)
@@ -491,6 +519,70 @@ def test_a_model_error_is_recorded_and_logged(tools, caplog):
     assert "step 1: the model call failed: network down" in [r.getMessage() for r in caplog.records]
 
 
+@pytest.mark.parametrize("reply, phrase", [
+    ({"tool_calls": [{"tool": "calculator", "args": {"expression": "1+1"}}]}, "unknown key(s) 'tool'"),
+    ({"tool_calls": [{"args": {"expression": "1+1"}}]}, 'needs a "name"'),
+    ({"tool_calls": ["calculator"]}, "must be a dict"),
+    ({"txt": "hello"}, "unknown key(s) 'txt'"),
+    ({"text": 42}, '"text" must be text'),
+])
+def test_a_scripted_reply_with_a_typo_ends_the_run_with_a_sentence(reply, phrase):
+    agent = Agent(default_tools(), ScriptedModel([reply], native_tools=True))
+    answer = agent.run("add one and one")
+    assert agent.stop_reason == "model_error" and phrase in answer, answer
+
+
+@pytest.mark.parametrize("reply, phrase", [
+    ({"text": "", "tool_calls": 5}, '"tool_calls" must be a list'),
+    ({"text": "x", "stop": ["refused"]}, "unknown stop"),
+    ({"text": "hi", "usage": "lots"}, "usage must be a dict of whole numbers"),
+    ({"text": "hi", "usage": {"input_tokens": "ten"}}, "usage must be a dict of whole numbers"),
+    ({"tool_calls": [{"name": 7, "args": {}}]}, 'needs a "name"'),
+])
+def test_a_scripted_reply_of_the_wrong_shape_ends_the_run_with_a_sentence(reply, phrase):
+    for native in (False, True):
+        agent = Agent(default_tools(), ScriptedModel([reply], native_tools=native))
+        answer = agent.run("go")
+        assert agent.stop_reason == "model_error" and phrase in answer, answer
+
+
+def nested(depth):
+    value = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("args", [{"expression": nested(600)}, {"expression": nested(65)}])
+def test_arguments_nested_absurdly_deep_end_the_run_cleanly(args):
+    agent = Agent(default_tools(), ScriptedModel([{"tool_calls": [{"name": "calculator", "args": args}]}],
+                                                 native_tools=True))
+    assert "nested more than 64 levels deep" in agent.run("go") and agent.stop_reason == "model_error"
+
+
+def test_a_self_containing_argument_ends_the_run_cleanly():
+    loop = []
+    loop.append(loop)
+    loop.append(loop)   # it doubles at every level
+    agent = Agent(default_tools(), ScriptedModel([{"tool_calls": [{"name": "calculator", "args": {"x": loop}}]}],
+                                                 native_tools=True))
+    assert "nested more than" in agent.run("go")
+
+
+def test_deep_arguments_from_a_real_api_reply_are_a_model_error():
+    from course_lib.models.openai import reply_from_openai
+    deep = '{"expression": ' + "[" * 600 + "1" + "]" * 600 + "}"
+    message = {"choices": [{"finish_reason": "tool_calls", "message": {"role": "assistant", "content": None,
+               "tool_calls": [{"id": "c1", "type": "function",
+                               "function": {"name": "calculator", "arguments": deep}}]}}]}
+    with pytest.raises(ModelError, match="nested"):
+        reply_from_openai(message)
+    deeper = '{"expression": ' + "[" * 5000 + "1" + "]" * 5000 + "}"   # deeper than json.loads can go
+    message["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = deeper
+    obs = Agent(default_tools(), ScriptedModel([reply_from_openai(message)], native_tools=True))
+    assert obs.run("go") and obs.trace[0].runs[0].observation.is_error   # "arguments must be a JSON object"
+
+
 def test_a_full_context_stops_with_its_own_reason_and_words(tools):
     from course_lib.models.base import ContextFullError
 
@@ -576,8 +668,6 @@ def test_saving_is_logged_at_debug_level(tools, tmp_path, caplog):
 
 # ---------------------------------------------------------------- the transcript
 def test_the_transcript_has_usage_and_extra_fields_before_the_history(tools, tmp_path):
-    from dataclasses import dataclass
-
     @dataclass
     class Note:
         goal: str
@@ -627,6 +717,77 @@ def test_a_text_key_is_saved_as_its_text_even_when_its_str_says_otherwise(tools,
     agent.history.append({"role": "user", "content": "keys", "keys": {Colour.RED: Colour.RED}})
     data = json.loads(agent.save(tmp_path / "t.json").read_text(encoding="utf-8"))
     assert data["history"][-1]["keys"] == {"red": "red"}
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    return tmp_path / "work"
+
+
+def everything_in(folder):
+    return sorted(p.name for p in folder.iterdir())
+
+
+def strict_load(path):
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+    raw = path.read_bytes()
+    return json.loads(raw.decode("utf-8"), parse_constant=refuse)
+
+
+def test_nan_and_infinity_in_arguments_are_saved_as_text(workspace):
+    # A text model and a native one, each in its own run (one model speaks one protocol).
+    text_model = ScriptedModel(['{"tool": "calculator", "args": {"expression": NaN}}',   # json reads NaN as a float
+                                '{"tool": "finish", "args": {"answer": "done"}}'])
+    native_model = ScriptedModel([{"tool_calls": [{"name": "calculator", "args": {"x": float("-inf"), 7: "seven"}}]},
+                                  {"tool_calls": [{"name": "lookup", "args": {"topic": float("nan")}}]},
+                                  "done"], native_tools=True)   # a native model finishes with plain text
+    texts = []
+    for model in (text_model, native_model):
+        agent = Agent(default_tools(), model)
+        agent.run("hostile numbers")
+        saved = strict_load(agent.save(f"run-{len(texts)}.json"))
+        assert saved["answer"] == "done"
+        texts.append(json.dumps(saved))
+    assert '"-Infinity"' in texts[1] and '"7": "seven"' in texts[1] and '"NaN"' in texts[1]
+
+
+def test_half_an_emoji_anywhere_still_saves(workspace):
+    model = ScriptedModel(['{"tool": "lookup", "args": {"topic": "\\ud83d"}}',
+                           '{"tool": "finish", "args": {"answer": "half \\ud83d"}}'])
+    agent = Agent(default_tools(), model)
+    agent.run("goal \ud83d")
+    saved = strict_load(agent.save("run.json"))
+    assert saved["goal"] == "goal \ufffd" and saved["answer"] == "half \ufffd"
+
+
+def test_save_writes_strict_json_whatever_the_arguments_hold(workspace):
+    class Unprintable:
+        def __str__(self):
+            raise ValueError("no")
+    args = {"path": Path("a\ud83d"), "big": 10**5000, "odd": Unprintable(), "set": {1, 2}, (1, 2): "tuple key"}
+    agent = Agent(default_tools(), ScriptedModel([{"tool_calls": [{"name": "calculator", "args": args}]},
+                                                 {"text": "done"}], native_tools=True))
+    agent.run("go")
+    saved = strict_load(agent.save("run.json"))
+    call = saved["history"][2]["tool_calls"][0]["args"]
+    assert call["path"] == "a\ufffd" and call["big"] == "(a whole number of 16,610 bits)"
+    assert call["odd"] == "(a Unprintable that cannot be shown)" and call["(1, 2)"] == "tuple key"
+    assert everything_in(workspace) == ["run.json"]
+
+
+def test_a_failed_save_leaves_no_stray_temporary_file(workspace, monkeypatch):
+    agent = Agent(default_tools(), ScriptedModel(['{"tool": "finish", "args": {"answer": "ok"}}']))
+    agent.run("anything")
+    (workspace / "runs").mkdir()
+    (workspace / "runs" / "last.json").write_text('{"old": true}', encoding="utf-8")
+    monkeypatch.setattr(ws.os, "replace", lambda src, dst, **where: (_ for _ in ()).throw(OSError(errno.EIO, "I/O")))
+    with pytest.raises(OSError):
+        agent.save("runs/last.json")
+    assert everything_in(workspace / "runs") == ["last.json"]
+    assert json.loads((workspace / "runs" / "last.json").read_text(encoding="utf-8")) == {"old": True}
 
 
 def test_an_agent_without_a_goal_has_an_empty_history(tools):

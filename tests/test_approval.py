@@ -1,11 +1,17 @@
 """A person approves or denies every write; a denied write is an observation, and the sandbox holds."""
+import asyncio
+import errno
 import json
+import os
+import stat
 
 import pytest
 
 from course_lib import default_tools
+from course_lib import workspace as ws   # the module; `workspace` is the fixture below
 from course_lib.agent import Agent
-from course_lib.courseware.approval import ApprovalGate, WriteRequest, approve, ask_in_terminal, default_policy, deny
+from course_lib.courseware.approval import (YES, ApprovalGate, WriteRequest, approve, ask_in_terminal, default_policy,
+                                            deny, is_yes)
 from course_lib.dispatch import dispatch
 from course_lib.models import ScriptedModel
 from course_lib.tools import ToolError
@@ -20,6 +26,10 @@ def workspace(tmp_path, monkeypatch):
 
 def write_call(path, content="안녕하세요"):
     return json.dumps({"tool": "write_file", "args": {"path": path, "content": content}}, ensure_ascii=False)
+
+
+def everything_in(folder):
+    return sorted(p.name for p in folder.iterdir())
 
 
 def test_an_approved_write_happens_and_is_logged(workspace):
@@ -50,6 +60,147 @@ def test_the_write_is_sandboxed_before_anyone_is_asked(workspace, path):
     obs = dispatch({"write_file": gate.write_file}, "write_file", {"path": path, "content": "x"})
     assert obs.is_error and asked == []
     assert not (workspace.parent / "outside.txt").exists()
+
+
+# ------------------------------------------------------------------ nothing is lost, nothing is written through
+def test_an_approved_overwrite_that_cannot_be_encoded_leaves_the_old_file_whole(workspace):
+    (workspace / "plan.txt").write_text("the real plan", encoding="utf-8")
+    asked = []
+    gate = ApprovalGate(lambda request: asked.append(request) or True)
+    obs = dispatch({"write_file": gate.write_file}, "write_file", {"path": "plan.txt", "content": "half \ud83d"})
+    assert obs.is_error and "cannot be saved as UTF-8" in obs.content and "position 5" in obs.content
+    assert (workspace / "plan.txt").read_text(encoding="utf-8") == "the real plan"
+    assert asked == [], "nobody is asked to approve a write that cannot happen"
+    assert everything_in(workspace) == ["plan.txt"]
+
+
+def test_a_write_that_fails_half_way_keeps_the_old_file_and_leaves_no_temporary_file(workspace, monkeypatch):
+    (workspace / "plan.txt").write_text("the real plan", encoding="utf-8")
+
+    def disk_full(src, dst, **where):
+        raise OSError(errno.ENOSPC, "No space left on device", str(dst))
+    monkeypatch.setattr(ws.os, "replace", disk_full)
+    obs = dispatch({"write_file": ApprovalGate(approve).write_file}, "write_file",
+                   {"path": "plan.txt", "content": "new plan"})
+    assert obs.is_error and "No space left on device" in obs.content and "nothing was changed" in obs.content
+    assert str(workspace) not in obs.content
+    assert (workspace / "plan.txt").read_text(encoding="utf-8") == "the real plan"
+    assert everything_in(workspace) == ["plan.txt"], "the temporary file was left behind"
+
+
+def test_a_path_ending_in_a_slash_does_not_create_a_file_of_that_name(workspace):
+    gate = ApprovalGate(approve)
+    for path in ("drafts/", "drafts\\", "notes/drafts/ "):
+        with pytest.raises(ToolError, match="names a folder"):
+            gate.write_file(path, "text")
+    assert everything_in(workspace) == [] and gate.decisions == []
+
+
+@pytest.mark.parametrize("path", ["foo/.", "newdir/sub/..", "foo/.\n", ".", "..", "notes\\.."])
+def test_a_path_that_names_a_folder_never_creates_a_file(workspace, path):
+    with pytest.raises(ToolError, match="names a folder"):
+        ApprovalGate(approve).write_file(path, "x")
+    assert everything_in(workspace) == []
+
+
+def test_a_folder_is_refused_as_a_write_target(workspace):
+    (workspace / "notes").mkdir()
+    with pytest.raises(ToolError, match="is a folder"):
+        ApprovalGate(approve).write_file("notes", "text")
+
+
+def test_a_hard_link_to_a_file_outside_is_replaced_not_written_through(tmp_path, workspace):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("outside, must not change", encoding="utf-8")
+    os.link(outside, workspace / "inside.txt")
+    print(ApprovalGate(approve).write_file("inside.txt", "written by the agent"))
+    assert outside.read_text(encoding="utf-8") == "outside, must not change"
+    assert (workspace / "inside.txt").read_text(encoding="utf-8") == "written by the agent"
+
+
+def test_an_overwrite_keeps_the_file_permissions_and_a_new_file_gets_the_usual_ones(workspace):
+    (workspace / "script.sh").write_text("old", encoding="utf-8")
+    os.chmod(workspace / "script.sh", 0o750)
+    gate = ApprovalGate(approve)
+    gate.write_file("script.sh", "new")
+    assert stat.S_IMODE(os.stat(workspace / "script.sh").st_mode) == 0o750
+    gate.write_file("fresh.txt", "new")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE(os.stat(workspace / "fresh.txt").st_mode) == 0o666 & ~mask   # not mkstemp's 0600
+
+
+def test_a_write_through_a_link_inside_the_workspace_updates_the_file_it_points_to(workspace):
+    (workspace / "real.txt").write_text("old", encoding="utf-8")
+    os.symlink("real.txt", workspace / "alias.txt")
+    ApprovalGate(approve).write_file("alias.txt", "new")
+    assert (workspace / "real.txt").read_text(encoding="utf-8") == "new"
+    assert os.path.islink(workspace / "alias.txt")
+
+
+# ------------------------------------------------------------------ approval fails closed
+@pytest.mark.parametrize("answer", ["no", "deny", "No", "n", "", "nope", "yes please", 1, "1", None, [True],
+                                    "false", object()])
+def test_only_an_explicit_yes_approves(workspace, answer):
+    gate = ApprovalGate(lambda request: answer)
+    with pytest.raises(ToolError, match="did not approve"):
+        gate.write_file("a.txt", "text")
+    assert not (workspace / "a.txt").exists() and gate.decisions == [("a.txt", False)]
+
+
+class Sly(str):
+    def strip(self, *chars):
+        return "yes"
+
+
+@pytest.mark.parametrize("answer", [Sly("no"), "yes\u200b", "ｙｅｓ", b"yes"])
+def test_text_that_only_pretends_to_say_yes_denies(workspace, answer):
+    assert not is_yes(answer)
+
+
+@pytest.mark.parametrize("answer", [True, *YES, "Yes", " YES "])
+def test_a_yes_approves(workspace, answer):
+    assert is_yes(answer)
+    ApprovalGate(lambda request: answer).write_file("a.txt", "text")
+    assert (workspace / "a.txt").read_text(encoding="utf-8") == "text"
+
+
+def test_a_policy_that_fails_denies_and_says_why(workspace):
+    def broken(request):
+        raise ValueError("the widget is gone")
+    gate = ApprovalGate(broken)
+    obs = dispatch({"write_file": gate.write_file}, "write_file", {"path": "a.txt", "content": "x"})
+    assert obs.is_error and "approval step failed" in obs.content and "the widget is gone" in obs.content
+    assert not (workspace / "a.txt").exists() and gate.decisions == [("a.txt", False)]
+
+
+@pytest.mark.parametrize("exc", [SystemExit(0), asyncio.CancelledError(), GeneratorExit()])
+def test_a_policy_that_raises_anything_denies(workspace, exc):
+    def policy(request):
+        raise exc
+    gate = ApprovalGate(policy)
+    with pytest.raises(ToolError, match="approval step failed"):
+        gate.write_file("a.txt", "x")
+    assert gate.decisions == [("a.txt", False)] and not (workspace / "a.txt").exists()
+
+
+def test_a_person_stopping_the_run_at_the_approval_stops_it(workspace):
+    def interrupted(request):
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        dispatch({"write_file": ApprovalGate(interrupted).write_file}, "write_file", {"path": "a", "content": "x"})
+
+
+def test_a_falsy_policy_object_is_still_the_policy(workspace, monkeypatch):
+    monkeypatch.setenv("COURSE_APPROVAL", "approve")
+
+    class AllowList(list):
+        def __call__(self, request):
+            return request.path in self
+    gate = ApprovalGate(AllowList())
+    assert gate.policy == [] and isinstance(gate.policy, AllowList)
+    with pytest.raises(ToolError, match="did not approve"):
+        gate.write_file("a.txt", "x")
 
 
 def test_the_terminal_prompt_defaults_to_no(monkeypatch, capsys):
@@ -138,7 +289,6 @@ def test_the_buttons_say_the_notebook_is_paused_then_what_was_decided(monkeypatc
 
 
 def test_jupyter_nbconvert_runs_lesson_06_to_the_end_without_anyone_clicking(tmp_path):
-    import os
     import subprocess
     import sys
     from pathlib import Path

@@ -181,3 +181,11 @@ def test_a_saved_conversation_keeps_its_turns_and_any_extra_fields(tools, tmp_pa
     saved = json.loads(agent.save(tmp_path / "chat.json", note="kept").read_text(encoding="utf-8"))
     assert saved["note"] == "kept" and [t["message"] for t in saved["turns"]] == ["hello", "goodbye"]
     assert list(saved)[-1] == "history" and saved["goal"] == "hello" and saved["answer"] == "bye"
+
+
+def test_turns_record_each_message_as_utf8_text_like_the_history():
+    # agent.turns is part of the transcript: a half emoji in a chat message becomes U+FFFD there as in history.
+    agent = ChatAgent({}, ScriptedModel(["네", "좋아요"], native_tools=True))
+    agent.chat("안녕 \ud83d")
+    agent.chat("\udc00 또")
+    json.dumps(agent.turns, ensure_ascii=False).encode("utf-8")

@@ -3,7 +3,11 @@
 Every failure becomes ``Observation(is_error=True)`` whose content starts with "Error:" and names the
 culprit, so the model can correct itself; only ``KeyboardInterrupt`` gets through.
 """
+import asyncio
+import errno
 import json
+import os
+from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 import pytest
@@ -263,10 +267,48 @@ def test_exception_in_tool_becomes_an_error_observation(name, args, exc_type, fr
     assert isinstance(obs.error, exc_type)   # kept for tests and logs, not shown to the model
 
 
+class Cancelled(BaseException):
+    pass
+
+
+@pytest.mark.parametrize("exc", [asyncio.CancelledError(), GeneratorExit(), Cancelled("custom"), SystemExit(3)])
+def test_dispatch_turns_every_exception_but_keyboard_interrupt_into_an_observation(exc):
+    def tool() -> str:
+        """Fails."""
+        raise exc
+    obs = dispatch({"tool": tool}, "tool", {})
+    assert obs.is_error and type(exc).__name__ in obs.content and obs.error is exc
+
+
 def test_keyboard_interrupt_still_stops_the_run():
     # A person pressing Ctrl-C must always be able to stop the agent.
     with pytest.raises(KeyboardInterrupt):
         dispatch(TOOLS, "interrupts", {})
+
+
+def test_keyboard_interrupt_is_the_one_exception_a_tool_raises_that_escapes():
+    def tool() -> str:
+        """Interrupted."""
+        raise KeyboardInterrupt
+    with pytest.raises(KeyboardInterrupt):
+        dispatch({"tool": tool}, "tool", {})
+
+
+def test_an_exception_that_cannot_say_what_it_is_still_becomes_an_observation():
+    class Mute(Exception):
+        def __str__(self):
+            raise ValueError("str broke")
+
+    def tool() -> str:
+        """Fails oddly."""
+        raise Mute()
+
+    def refuses() -> str:
+        """Refuses oddly."""
+        raise ToolError(Mute())
+    obs = dispatch({"tool": tool}, "tool", {})
+    assert obs.is_error and "Mute: (its message could not be shown)" in obs.content
+    assert dispatch({"refuses": refuses}, "refuses", {}).is_error
 
 
 # ------------------------------------------------------------------ signature cache
@@ -298,6 +340,32 @@ def test_cache_is_per_function_not_per_name():
     assert dispatch({"t": second}, "t", {"y": "a"}).content == "second a"
     assert_error(dispatch({"t": second}, "t", {"x": 1}), "'x'")
     assert_error(dispatch({"t": first}, "t", {"x": "1"}), "'x'", "int")
+
+
+@dataclass
+class Tally:
+    """Count things and return the running total."""
+    total: int = 0
+    seen: list = field(default_factory=list)
+
+    def __call__(self, amount: int) -> str:
+        """Add to the tally.
+
+        Args:
+            amount: how much to add.
+        """
+        self.total += amount
+        return f"total is {self.total}"
+
+
+def test_a_stateful_callable_object_runs_and_its_arguments_are_checked():
+    tally = Tally()
+    assert Tally.__hash__ is None   # a dataclass with eq=True cannot be hashed: the natural way to write one
+    assert dispatch({"tally": tally}, "tally", {"amount": 2}).content == "total is 2"
+    assert dispatch({"tally": tally}, "tally", {"amount": 3}).content == "total is 5"
+    wrong = dispatch({"tally": tally}, "tally", {"amount": "three"})
+    assert wrong.is_error and "argument 'amount' of tally must be int, got string" in wrong.content
+    assert "total" not in dispatch({"tally": tally}, "tally", {"total": 1}).content.split("takes:")[1]
 
 
 def test_tool_registry_as_the_tools_mapping():
@@ -591,6 +659,29 @@ def test_the_home_folder_is_named_tilde_unless_it_is_the_root(home, says, monkey
     monkeypatch.setenv("HOME", home)
     obs = dispatch(_fails_with("no file at /etc/course.cfg or /h/x"), "tool", {})
     assert obs.content == "Error: tool: " + says
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    return tmp_path / "work"
+
+
+def test_an_error_from_any_tool_does_not_show_the_workspace_or_home_folder(workspace):
+    home = os.path.expanduser("~")
+
+    def leaky(name: str) -> str:
+        """A learner's tool that lets an OSError through."""
+        raise FileNotFoundError(errno.ENOENT, "No such file", os.path.join(os.getcwd(), "data", name))
+
+    def from_home(name: str) -> str:
+        """Another that mentions the home folder."""
+        raise RuntimeError(f"cannot read {home}/.config/{name}")
+    obs = dispatch({"leaky": leaky}, "leaky", {"name": "x.csv"})
+    assert obs.is_error and str(workspace) not in obs.content and "'data/x.csv'" in obs.content
+    obs = dispatch({"from_home": from_home}, "from_home", {"name": "app"})
+    assert home + "/" not in obs.content and "~/.config/app" in obs.content
 
 
 def test_call_key_is_equal_only_for_the_same_calls_with_the_same_arguments():

@@ -6,6 +6,7 @@ import copy
 import io
 import json
 import sqlite3
+import unicodedata
 
 import matplotlib
 import pytest
@@ -88,6 +89,17 @@ def test_estimate_adds_per_message_and_per_tool_overheads():
 def test_estimate_refuses_what_is_not_a_history(bad, words):
     with pytest.raises(ValueError, match=words.replace("[", r"\[").replace("]", r"\]")):
         estimate_tokens(bad)
+
+
+@pytest.mark.parametrize("calls", [[None], ["calculator"], "calculator"])
+def test_a_history_with_malformed_tool_calls_gets_a_value_error_not_an_attribute_error(calls):
+    # A hand-built history with tool_calls that are not call dicts is refused with a sentence (ValueError).
+    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"},
+               {"role": "assistant", "content": "", "tool_calls": calls}]
+    with pytest.raises(ValueError):
+        estimate_tokens(history)
+    with pytest.raises(ValueError):
+        trim_window(history, max_tokens=1000)
 
 
 def _price_history():
@@ -427,6 +439,19 @@ def test_a_failing_summariser_leaves_the_history_unchanged_and_says_so(make_summ
     assert NATIVE == before
 
 
+def test_a_function_summariser_that_raises_is_reported_as_a_model_error():
+    # The docstring: if the summariser fails, summarise raises ModelError saying so (a function is a summariser).
+    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "goal"},
+               {"role": "assistant", "content": "a"}, {"role": "user", "content": "b"},
+               {"role": "assistant", "content": "c"}]
+
+    def summariser(messages):
+        raise ConnectionError("the summariser's server is down")
+
+    with pytest.raises(ModelError, match="Could not summarise the earlier steps"):
+        summarise(history, summariser, keep_last=1)
+
+
 def test_a_function_can_be_the_summariser_and_a_long_summary_is_cut():
     summarised = summarise(NATIVE, lambda messages: "요약 " * 5000, keep_last=1)
     assert len(summarised[2]["content"]) == len(memory.SUMMARY_LABEL) + 1 + memory.MAX_SUMMARY_CHARS
@@ -538,6 +563,14 @@ def store(request, tmp_path, monkeypatch):
     return MemoryStore("memory.sqlite3", fts=request.param)
 
 
+@pytest.fixture
+def default_store(tmp_path, monkeypatch):
+    """A store as MemoryStore() makes it (FTS5 where SQLite has it), in a scratch folder: unlike ``store``, not
+    run once in each search mode."""
+    monkeypatch.chdir(tmp_path)
+    return MemoryStore("memory.sqlite3")
+
+
 def test_fts5_is_used_where_sqlite_has_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert MemoryStore().fts is fts5_available() and MemoryStore(fts=False).fts is False
@@ -570,6 +603,14 @@ def test_korean_round_trips_and_matches_words_with_particles(store):
     assert store.recall("바다 출장", limit=1).count("\n") == 0 and store.recall("바다 출장").count("#") == 2
 
 
+def test_recall_finds_korean_notes_whatever_their_unicode_normalisation_form(default_store):
+    # A note saved from NFD text (a macOS file name) is found by the NFC word a model writes, and the other way round.
+    default_store.remember(unicodedata.normalize("NFD", "회의는 화요일 오후 세시"))
+    default_store.remember("사무실은 부산 해운대에 있다")
+    assert "회의는" in unicodedata.normalize("NFC", default_store.recall("화요일"))
+    assert "해운대" in default_store.recall(unicodedata.normalize("NFD", "해운대"))
+
+
 def test_recall_ranks_the_memory_matching_more_words_first(store):
     for text in ("price list for Busan", "Busan weather", "price of coffee"):
         store.remember(text)
@@ -600,6 +641,22 @@ def test_secrets_are_never_stored_and_never_repeated(store, secret):
     assert "never saved in memory" in message and "OPENAI_API_KEY" in message
     assert not any(len(part) >= 12 and part in message for part in secret.split())
     assert "No memory matches" in store.recall("key token secret access")
+
+
+@pytest.mark.parametrize("note", ["내 OpenAI 키는sk-proj-AbCdEf0123456789XyZ",      # the test suite's own secret
+                                  "AWS 액세스 키는AKIAIOSFODNN7EXAMPLE"])             # the test suite's own AWS key
+def test_a_key_written_right_after_korean_text_is_still_refused_as_a_secret(default_store, note):
+    # Korean has no space before the key here, so there is no \b word boundary; it is still a key.
+    with pytest.raises(ToolError, match="never saved in memory"):
+        default_store.remember(note)
+
+
+@pytest.mark.parametrize("note", ["my key is sk-proj-AbC\ndEf0123456789XyZ",
+                                  "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG\nbPxRfiCYEXAMPLEKEY"])
+def test_a_key_wrapped_over_two_lines_is_still_refused_as_a_secret(default_store, note):
+    # remember joins the lines into one; the key is still in the note, only with a space in it.
+    with pytest.raises(ToolError, match="never saved in memory"):
+        default_store.remember(note)
 
 
 @pytest.mark.parametrize("text", ["The OpenAI key is in the OPENAI_API_KEY variable.",

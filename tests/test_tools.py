@@ -21,6 +21,8 @@ import pytest
 import course_lib
 from course_lib import tools
 from course_lib import workspace as ws   # the module; `workspace` is the fixture below
+from course_lib.courseware.approval import YES, ApprovalGate, approve
+from course_lib.dispatch import dispatch
 from course_lib.tools import ToolError, calculator, list_files, lookup, read_file, search_docs
 from course_lib.workspace import inside_workspace, os_problem, shorten, write_atomically
 
@@ -190,6 +192,29 @@ def workspace(tmp_path, monkeypatch):
     (tmp_path / "work2" / "x.txt").write_text("TOP SECRET TOO", encoding="utf-8")
     monkeypatch.chdir(root)
     return root
+
+
+HANG_GUARD = 20   # seconds; only a hang (a FIFO opened for writing, a read of gigabytes) can reach it
+
+
+def finishes(func, *args):
+    """Run func(*args) in a thread; fail (instead of hanging the suite) if it is still running after the guard."""
+    box = {}
+
+    def go():
+        try:
+            box["value"] = func(*args)
+        except BaseException as e:   # noqa: BLE001 - handed back to the test
+            box["error"] = e
+    worker = threading.Thread(target=go, daemon=True)
+    worker.start()
+    worker.join(HANG_GUARD)
+    assert not worker.is_alive(), f"{getattr(func, '__name__', func)} hung"
+    return box
+
+
+def everything_in(folder):
+    return sorted(p.name for p in folder.iterdir())
 
 
 def test_read_file_returns_korean_text_intact(workspace):
@@ -467,6 +492,11 @@ def test_calculator_looks_at_no_more_than_ten_thousand_characters_of_raw_input()
     assert str(caught.value) == "the expression is longer than 200 characters; split it up"
 
 
+def test_a_huge_expression_is_refused_before_any_work():
+    box = finishes(calculator, "1 + " * 5_000_000)
+    assert "longer than 200 characters" in str(box["error"])
+
+
 def test_a_product_at_the_size_limit_is_computed():
     """The product check adds the operands' bit lengths: 1501 + 1500 bits can still make 3000 bits."""
     assert calculator("2**1500 * 2**1499") == str(2**2999)
@@ -543,6 +573,28 @@ def test_an_upper_case_exponent_is_read_like_a_lower_case_one(expression, expect
     assert calculator(expression) == expected
 
 
+@pytest.mark.parametrize("expression", ["10**-400", "1e-200*1e-200", "1e-400", "1/10**400", "1e-300/1e300",
+                                        "2.0**-1100", "-1e-400"])
+def test_a_result_too_small_for_a_float_is_refused_like_one_too_large(expression):
+    with pytest.raises(ToolError, match="too small for a floating-point number"):
+        calculator(expression)
+
+
+@pytest.mark.parametrize("expression, expected", [("0.0*5", "0.0"), ("5*0.0", "0.0"), ("0e5", "0.0"),
+                                                  ("1e-310", "1e-310"), ("1e-300//1e300", "0.0"),
+                                                  ("0**2", "0"), ("0.0**2", "0.0"), ("1e-300-1e-300", "0.0"),
+                                                  ("2**-3", "0.125"), ("5e-324", "5e-324")])
+def test_zero_that_is_really_zero_is_still_an_answer(expression, expected):
+    assert calculator(expression) == expected
+
+
+def test_overflow_and_underflow_say_which_way_it_went():
+    with pytest.raises(ToolError, match="out of range"):
+        calculator("1e308*10")
+    with pytest.raises(ToolError, match="rounded to 0"):
+        calculator("1e-308/1e100")
+
+
 # ---------------------------------------------------------------------- paths
 @pytest.mark.parametrize("path", [None, 5, "", "   "])
 def test_a_missing_path_is_refused_with_an_example(workspace, path):
@@ -589,6 +641,91 @@ def test_shorten_shows_workspace_paths_relative_and_cuts_after_80_characters(wor
 def test_os_problem_names_the_path_the_model_gave_and_says_why(workspace, error, why):
     assert str(os_problem("notes/a.txt", error)) == f"cannot use 'notes/a.txt': {why}"
     assert str(os_problem(str(workspace / "a.txt"), error)) == f"cannot use 'a.txt': {why}"
+
+
+def file_tools():
+    return {"read_file": read_file, "list_files": list_files, "write_file": ApprovalGate(approve).write_file}
+
+
+def assert_clean(obs, workspace, *phrases):
+    assert obs.is_error and isinstance(obs.error, ToolError), obs.content
+    assert str(workspace) not in obs.content and os.path.expanduser("~") + os.sep not in obs.content
+    for phrase in phrases:
+        assert phrase in obs.content, obs.content
+
+
+@pytest.mark.parametrize("tool, args", [("read_file", {"path": "loop"}), ("list_files", {"directory": "loop"}),
+                                        ("write_file", {"path": "loop/x.txt", "content": "x"})])
+def test_a_symlink_loop_is_a_tool_error_in_workspace_terms(workspace, tool, args):
+    os.symlink("loop2", workspace / "loop")
+    os.symlink("loop", workspace / "loop2")
+    assert_clean(dispatch(file_tools(), tool, args), workspace, "loops back on itself")
+
+
+@pytest.mark.parametrize("tool, key", [("read_file", "path"), ("list_files", "directory"), ("write_file", "path")])
+def test_a_name_too_long_is_a_tool_error(workspace, tool, key):
+    args = {key: "x" * 1000, **({"content": "x"} if tool == "write_file" else {})}   # a name over 255 bytes
+    obs = dispatch(file_tools(), tool, args)
+    assert_clean(obs, workspace, "too long for the file system")
+    assert len(obs.content) < 300, "the 1,000-character name is shortened in the message"
+
+
+@pytest.mark.parametrize("tool, key", [("read_file", "path"), ("list_files", "directory"), ("write_file", "path")])
+def test_a_path_too_long_is_refused_before_any_work(workspace, tool, key):
+    args = {key: "a/" * 300_000 + "x", **({"content": "x"} if tool == "write_file" else {})}
+    box = finishes(dispatch, file_tools(), tool, args)   # resolving it would take seconds per megabyte
+    assert_clean(box["value"], workspace, f"longer than {ws.MAX_PATH_CHARS} characters")
+
+
+@pytest.mark.parametrize("tool, key", [("read_file", "path"), ("list_files", "directory"), ("write_file", "path")])
+def test_half_an_emoji_in_a_path_is_a_tool_error(workspace, tool, key):
+    args = {key: "notes\ud83d.txt", **({"content": "x"} if tool == "write_file" else {})}
+    assert_clean(dispatch(file_tools(), tool, args), workspace, "no file name can hold")
+
+
+def test_permission_denied_names_the_path_the_model_gave(workspace, monkeypatch):
+    (workspace / "locked.txt").write_text("x", encoding="utf-8")
+    real_open = os.open
+
+    def locked(path, flags, *rest):
+        if str(path).endswith("locked.txt"):
+            raise PermissionError(errno.EACCES, "Permission denied", str(path))
+        return real_open(path, flags, *rest)
+    monkeypatch.setattr(ws.os, "open", locked)   # running as root, chmod 000 would not stop the read
+    assert_clean(dispatch(file_tools(), "read_file", {"path": "locked.txt"}), workspace,
+                 "'locked.txt'", "permission denied")
+
+
+def test_an_absolute_path_inside_the_workspace_is_shown_relative(workspace, monkeypatch):
+    long_name = workspace / ("d" * 90) / "missing.txt"
+    obs = dispatch(file_tools(), "read_file", {"path": str(long_name)})
+    assert obs.is_error and str(workspace) not in obs.content and "'ddd" in obs.content
+
+
+@pytest.mark.parametrize("failure", [MemoryError(), ValueError("odd"), OverflowError("big")])
+def test_any_failure_inside_a_file_tool_is_a_tool_error(workspace, monkeypatch, failure):
+    (workspace / "a.txt").write_text("text", encoding="utf-8")
+
+    def broken(*args, **kwargs):
+        raise failure
+    gate = ApprovalGate(approve)
+    for module, name, call, phrase in [(ws.os, "urandom", lambda: gate.write_file("a.txt", "new"),
+                                        "nothing was changed"),
+                                       (ws.os, "scandir", lambda: list_files("."), "cannot use '.'"),
+                                       (ws.os, "fstat", lambda: read_file("a.txt"), "cannot use 'a.txt'")]:
+        with monkeypatch.context() as patch:   # undone at once: pytest itself needs os.scandir
+            patch.setattr(module, name, broken)
+            with pytest.raises(ToolError, match=phrase):
+                call()
+    assert (workspace / "a.txt").read_text(encoding="utf-8") == "text" and everything_in(workspace) == ["a.txt"]
+
+
+def test_the_limits_the_readme_states_are_the_limits_in_the_code():
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("What the library holds to on hostile input"):readme.index("## Performance")]
+    assert f"up to {ws.MAX_READ_CHARS:,}" in section and f"more than {ws.MAX_COUNTED:,} more" in section
+    assert f"{ws.MAX_SCANNED:,} entries at most" in section and f"at most {ws.MAX_PATH_CHARS:,} characters" in section
+    assert all(f'"{word}"' in section for word in YES)
 
 
 # ---------------------------------------------------------------------- read_file
@@ -658,7 +795,72 @@ def test_a_file_that_cannot_be_examined_is_a_tool_error_saying_why(workspace, mo
     assert str(caught.value) == "cannot use 'a.txt': permission denied"
 
 
+@pytest.mark.parametrize("max_chars", [10**18, 2**63, 10**100])
+def test_a_huge_max_chars_reads_the_file(workspace, max_chars):
+    (workspace / "a.txt").write_text("short", encoding="utf-8")
+    assert read_file("a.txt", max_chars) == "short"
+
+
+def test_reading_the_start_of_a_huge_file_does_not_read_all_of_it(workspace):
+    with open(workspace / "huge.log", "wb") as f:   # sparse: 3 GiB that take no disk space
+        f.truncate(3 * 2**30)
+    box = finishes(read_file, "huge.log", 100)
+    text = box["value"]
+    assert text.startswith("\0" * 100)
+    assert f"more than {ws.MAX_COUNTED:,} more characters not shown" in text
+
+
+def test_a_cut_below_the_counting_limit_gives_the_exact_count(workspace):
+    (workspace / "a.txt").write_text("가" * 1000, encoding="utf-8")
+    assert read_file("a.txt", 10).endswith("[... cut: 990 more characters not shown; "
+                                           "pass a larger max_chars to see more]")
+
+
+def test_a_max_chars_past_the_limit_says_what_the_limit_is(workspace, monkeypatch):
+    monkeypatch.setattr(ws, "MAX_READ_CHARS", 10)
+    (workspace / "a.txt").write_text("x" * 25, encoding="utf-8")
+    assert read_file("a.txt", 1000) == "x" * 10 + ("\n[... cut: 15 more characters not shown; "
+                                                 "read_file returns at most 10 characters]")
+
+
 # ---------------------------------------------------------------------- list_files
+def test_a_file_name_with_a_newline_cannot_fake_extra_entries(workspace):
+    (workspace / "real.txt").write_text("x", encoding="utf-8")
+    (workspace / "a.txt\nsecret_plans.txt").write_text("x", encoding="utf-8")
+    (workspace / "tab\there").mkdir()
+    lines = list_files().splitlines()
+    assert lines == ["'a.txt\\nsecret_plans.txt'", "'tab\\there'/", "real.txt"]
+
+
+def test_a_file_name_that_is_not_utf8_is_listed_escaped(workspace):
+    try:
+        open(os.path.join(os.fsencode(workspace), b"caf\xe9.txt"), "w").close()
+    except OSError:
+        pytest.skip("this file system only takes UTF-8 names")
+    assert list_files() == "'caf\\udce9.txt'"
+    json.dumps(list_files(), ensure_ascii=False).encode("utf-8")   # the listing can be sent and saved
+
+
+@pytest.mark.parametrize("count, note", [(200, ""), (201, "\n[... 1 more not shown]")])
+def test_list_files_shows_two_hundred_entries(workspace, count, note):
+    for i in range(count):
+        (workspace / f"f{i:03d}.txt").touch()
+    listing = list_files()
+    assert listing.endswith(note) and len(listing.splitlines()) == 200 + bool(note)
+
+
+def test_list_files_looks_at_a_bounded_number_of_entries(workspace, monkeypatch):
+    monkeypatch.setattr(ws, "MAX_SCANNED", 30)
+    for i in range(31):
+        (workspace / f"f{i:02d}.txt").touch()
+    listing = list_files()
+    assert listing.endswith("[... the folder has more than 30 entries; only some are listed]")
+    assert len(listing.splitlines()) == 31
+    for i in range(30, 31):
+        (workspace / f"f{i:02d}.txt").unlink()
+    assert "more than" not in list_files()
+
+
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX feature")
 def test_list_files_on_a_named_pipe_answers_at_once(workspace):
     """Opening a pipe for reading waits for a writer, unless it is opened as a folder (and so refused)."""
@@ -700,6 +902,61 @@ def test_list_files_lists_the_folder_it_opened_even_if_the_name_is_swapped_after
         patch.setattr(ws.os, "open", open_then_swap)
         listing = list_files("real")
     assert listing == "inside.txt"
+
+
+# ---------------------------------------------------------------------- named pipes and folders swapped for links
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="named pipes are a POSIX feature")
+def test_a_named_pipe_is_refused_before_anyone_is_asked(workspace):
+    os.mkfifo(workspace / "pipe")
+    asked = []
+    gate = ApprovalGate(lambda request: asked.append(request) or True)
+    box = finishes(gate.write_file, "pipe", "data")
+    assert isinstance(box.get("error"), ToolError) and "not a regular file" in str(box["error"])
+    assert asked == []
+    box = finishes(read_file, "pipe")   # opening a pipe for reading must not wait for a writer either
+    assert isinstance(box.get("error"), ToolError) and "not a regular file" in str(box["error"])
+    assert stat.S_ISFIFO(os.stat(workspace / "pipe").st_mode)
+
+
+def swap_for_link(folder, outside):
+    """Replace `folder` by a symlink to `outside`, as an attacker racing the tool would."""
+    os.rename(folder, str(folder) + "_old")
+    os.symlink(outside, folder)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/fd"), reason="the opened file is named through /proc")
+@pytest.mark.parametrize("tool, args", [("read_file", {"path": "real/secret.txt"}),
+                                        ("list_files", {"directory": "real"})])
+def test_a_folder_swapped_for_a_link_between_check_and_open_is_caught(tmp_path, workspace, monkeypatch, tool, args):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("outside secret", encoding="utf-8")
+    (workspace / "real").mkdir()
+    (workspace / "real" / "secret.txt").write_text("inside", encoding="utf-8")
+    real_open, swapped = os.open, []
+
+    def racing_open(path, *rest, **kw):   # the swap lands exactly in the window between check and open
+        if not swapped:
+            swapped.append(swap_for_link(workspace / "real", outside))
+        return real_open(path, *rest, **kw)
+    monkeypatch.setattr(ws.os, "open", racing_open)
+    obs = dispatch(file_tools(), tool, args)
+    assert swapped and obs.is_error and "outside the workspace" in obs.content
+    assert "outside secret" not in obs.content and "secret.txt" not in obs.content.split("'")[-1]
+
+
+def test_a_folder_swapped_for_a_link_while_the_person_decides_is_not_written_through(tmp_path, workspace):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "notes").mkdir()
+
+    def sneaky(request):   # anything that acts while the approval buttons are up
+        swap_for_link(workspace / "notes", outside)
+        return True
+    obs = dispatch({"write_file": ApprovalGate(sneaky).write_file}, "write_file",
+                   {"path": "notes/p.txt", "content": "PWNED"})
+    assert obs.is_error and "outside the workspace" in obs.content
+    assert list(outside.iterdir()) == []
 
 
 # ---------------------------------------------------------------------- lookup and search_docs
