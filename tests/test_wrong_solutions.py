@@ -157,6 +157,12 @@ NOTE_11_2 = ('    note = " ".join(note.split()) if isinstance(note, str) else No
              "    if note is None or len(note) > 300 or not note.isprintable():\n"
              '        raise ToolError("note must be plain text of at most 300 characters")\n')
 SAME_13_3 = "value == v and (type(value) is type(v) or {type(value), type(v)} <= {int, float})"
+NORMAL_09_1 = 'unicodedata.normalize("NFC", text.translate(dict.fromkeys(map(ord, ZERO_WIDTH))))'
+SEEN_ONLY_09_1 = [("    def normal(text):\n", "    def normal(text, seen=False):\n"),
+                  ("map(normal, seen_texts)", "(normal(text, seen=True) for text in seen_texts)")]
+RANKED_10_4 = ('    rows = sql(db, f"SELECT id, text FROM notes WHERE {hits} > 0 ORDER BY {hits} DESC, id DESC LIMIT ?",\n'
+               "               [*patterns, *patterns, limit]).fetchall()")
+COUNTED_10_4 = '    rows = sql(db, f"SELECT id, text FROM notes WHERE {hits} > 0", patterns).fetchall()\n'
 
 WRONG = [
     # ---- 01.1 a zero divisor, an infinite result, Python's own rules
@@ -386,7 +392,8 @@ WRONG = [
       [("                args = raw   # the dispatcher answers with an error the model can fix\n",
         "                args = raw   # the dispatcher answers with an error the model can fix\n"
         "            if not isinstance(args, dict):\n                args = raw\n")], "non-objects thrown away"),
-    # ---- 09.1 normalise both sides, every text at any depth (keys and tuples too), each seen text on its own
+    # ---- 09.1 normalise both sides (every zero-width character), every text at any depth (keys and tuples too, a
+    # number as a key skipped), each seen text on its own, min_span an int
     W("09.1", "other spaces and case", [('return " ".join(text.split()).casefold()', "return text.lower()")],
       "no squeeze, lower()"),
     W("09.1", "ß casefolds to ss", [("split()).casefold()", "split()).lower()")], "lower() for casefold()"),
@@ -418,7 +425,19 @@ WRONG = [
     W("09.1", "no span across two outputs", [("map(normal, seen_texts)", 'map(normal, [" ".join(seen_texts)])')],
       "the seen texts joined"),
     W("09.1", "min_span '20' is refused", [("type(min_span) is not int or ", "")], "min_span's type not checked"),
-    # ---- 09.2 taint overrides always but not never; the default asks; names are exact; a broken rule denies
+    W("09.1", "min_span 8.0 is refused", [("type(min_span) is not int", "not isinstance(min_span, (int, float))")],
+      "a float min_span let through"),
+    W("09.1", "a number as a dict key", [("yield from texts(key)", "yield key")], "every key taken for text"),
+    W("09.1", "zero-width characters", [("text.translate(dict.fromkeys(map(ord, ZERO_WIDTH)))",
+                                         r'text.replace("\u200b", "")')], "only U+200B removed"),
+    W("09.1", "the argument normalised too",
+      [*SEEN_ONLY_09_1, (NORMAL_09_1, '(unicodedata.normalize("NFC", text) if seen else text).translate('
+                                      "dict.fromkeys(map(ord, ZERO_WIDTH)))")], "NFC only for the seen texts"),
+    W("09.1", "the argument normalised too",
+      [*SEEN_ONLY_09_1, (NORMAL_09_1, 'unicodedata.normalize("NFC", text.translate(dict.fromkeys(map(ord, ZERO_WIDTH)))'
+                                      " if seen else text)")], "zero-width removed only from the seen texts"),
+    # ---- 09.2 taint overrides always but not never; the default asks, and '*' applies as it is; names are exact; a
+    # broken rule denies (a space, a list)
     W("09.2", "taint turns always into ask", [("    if tainted:\n", '    if tainted and rule != "always":\n')],
       "always stays always"),
     W("09.2", "never stays never, tainted", [('    if rule == "never":\n', '    if rule == "never" and not tainted:\n')],
@@ -434,10 +453,20 @@ WRONG = [
       "a broken rule asks"),
     W("09.2", "empty span: not tainted", [("    if tainted:\n", "    if tainted is not None:\n")],
       "an empty span is taint"),
+    W("09.2", "'always ' (a space) denies", [("    if rule not in", "    if isinstance(rule, str):\n"
+                                                                 "        rule = rule.strip()\n    if rule not in")],
+      "the rule stripped"),
+    W("09.2", "a list as the rule denies", [('not in ("always", "ask", "never")', 'not in {"always", "ask", "never"}')],
+      "a set lookup: a list raises"),
+    W("09.2", "not named: '*' is 'always'",
+      [("""        said = f"{tool} is not in the rules, so the default applies: '{rule}'"\n""",
+        """        said = f"{tool} is not in the rules, so the default applies: '{rule}'"\n"""
+        '        rule = "ask" if rule == "always" else rule\n')], "a default never allows"),
     W("09.2", "the rules are not changed", [("    if tool in rules:\n",
                                              '    rules.setdefault(tool, rules.get("*", "ask"))\n'
                                              "    if tool in rules:\n")], "the rule written back"),
-    # ---- 09.3 the edge, everything spent counts, NaN and True and negatives refused, tokens first, the prices given
+    # ---- 09.3 the edge (exact, not rounded), everything spent counts, NaN, 0, True, negatives, missing counts and no
+    # limit refused, tokens first, the prices given, the inputs left alone
     W("09.3", "landing exactly on it", [("tokens_in + tokens_out > max_tokens", "tokens_in + tokens_out >= max_tokens"),
                                         ("cost > max_cost", "cost >= max_cost")], ">= for >"),
     W("09.3", "one token over", [('spent["input_tokens"] + next_call', "next_call"),
@@ -450,6 +479,19 @@ WRONG = [
       "negatives let through"),
     W("09.3", "tokens are checked first", [(TOKENS_09_3, ""), (COST_END_09_3, COST_END_09_3 + TOKENS_09_3)],
       "cost first"),
+    W("09.3", "a millionth of a dollar over", [("cost > max_cost", "round(cost, 4) > max_cost")], "the cost rounded"),
+    W("09.3", "max_tokens 0 refused", [("not 0 < limit < math.inf", "not 0 <= limit < math.inf")], "0 allowed"),
+    W("09.3", "both limits None", [("if max_tokens is None and max_cost is None:", "if not limits:")],
+      "an empty dict only"),
+    W("09.3", "True as a token count", [("if type(n) is not int or n < 0:", "if not isinstance(n, int) or n < 0:")],
+      "isinstance lets True in"),
+    W("09.3", "a token count missing", [("n = part.get(key)", "n = part[key]")], "a KeyError"),
+    W("09.3", "the inputs are not changed",
+      [('    tokens_in = spent["input_tokens"] + next_call["input_tokens"]\n'
+        '    tokens_out = spent["output_tokens"] + next_call["output_tokens"]\n',
+        '    spent["input_tokens"] += next_call["input_tokens"]\n'
+        '    spent["output_tokens"] += next_call["output_tokens"]\n'
+        '    tokens_in, tokens_out = spent["input_tokens"], spent["output_tokens"]\n')], "added into spent"),
     W("09.3", "your prices", [('prices["input"] + tokens_out * prices["output"]',
                                'EXAMPLE_PRICES["input"] + tokens_out * EXAMPLE_PRICES["output"]')],
       "the example prices always"),
@@ -496,7 +538,9 @@ WRONG = [
     W("10.3", "'task-management' is no key", [(r'r"\b(?:sk-', 'r"(?:sk-')], "no \\b before the prefix"),
     W("10.3", "500 characters, spaces around", [(COLLAPSE_10_3, ""), (TOO_LONG_10_3, TOO_LONG_10_3 + COLLAPSE_10_3)],
       "measured before collapsing"),
-    # ---- 10.4 LIKE's wildcards; SQL built from words split at spaces; oldest first; True as a limit; every word used
+    # ---- 10.4 LIKE's wildcards; SQL built from words split at spaces; oldest first; True as a limit; every word used;
+    # the query in the no-match text; the limit before ranking; counted in Python with case, or every occurrence;
+    # repeated words dropped
     W("10.4", "_ is not a wildcard", [(r're.sub(r"([\\%_])", r"\\\1", word)', "word")], "wildcards not escaped"),
     W("10.4", "SQL in the query is only text",
       [(r're.findall(r"\w+", query)', "query.split()"),
@@ -505,6 +549,22 @@ WRONG = [
     W("10.4", "newest first among equals", [("DESC, id DESC", "DESC, id")], "oldest first"),
     W("10.4", "limit=True", [("type(limit) is not int", "not isinstance(limit, int)")], "isinstance lets True in"),
     W("10.4", "at most 10 words are used", [("query)[:10]", "query)")], "every word used"),
+    W("10.4", "no match: the words, not the query", [("No memory matches '{' '.join(words)}'.",
+                                                      "No memory matches '{query}'.")], "the query quoted"),
+    W("10.4", "limit=1: the best, not the newest",
+      [(RANKED_10_4, '    rows = sql(db, f"SELECT id, text FROM notes WHERE {hits} > 0 ORDER BY id DESC LIMIT ?",\n'
+                     "               [*patterns, limit]).fetchall()\n"
+                     "    rows.sort(key=lambda row: -sum(w.lower() in row[1].lower() for w in words))")],
+      "the newest cut, then ranked"),
+    W("10.4", "each word once, in any case",
+      [(RANKED_10_4, COUNTED_10_4 + "    rows = sorted(rows, key=lambda row: (-sum(w in row[1] for w in words), "
+                                    "-row[0]))[:limit]")], "counted in Python, case and all"),
+    W("10.4", "each word once, in any case",
+      [(RANKED_10_4, COUNTED_10_4 + "    rows = sorted(rows, key=lambda row: (-sum(row[1].lower().count(w.lower()) "
+                                    "for w in words), -row[0]))[:limit]")], "every occurrence counted"),
+    W("10.4", "a word twice in the query counts twice",
+      [(r're.findall(r"\w+", query)[:10]', r'list(dict.fromkeys(re.findall(r"\w+", query)[:10]))')],
+      "repeated words dropped"),
     # ---- 11.1 BM25Okapi's floor, its mean, counts, 0/0, avgdl, text, the idf formula, speed
     W("11.1", "in most documents: the epsilon floor",
       [("idf = {w: floor if value < 0 else value for w, value in raw.items()}", "idf = raw")], "no epsilon floor"),
@@ -561,7 +621,8 @@ WRONG = [
       "measured before joining"),
     # ---- 11.3 the draft read as the verdict; "yes" taken for true; a later object given a second chance; a no
     # without feedback; feedback kept on many lines; RecursionError let out; every brace tried; the whole reply
-    # read; only the first brace tried
+    # read; only the first brace tried; str() or decode() of what is not text; <think> blocks cut out, or the first
+    # </think>; a yes's feedback not joined
     W("11.3", "a draft in <think> is not the verdict", [('text.rpartition("</think>")[2][:20_000]', "text[:20_000]")],
       "the draft read"),
     W("11.3", '"ok": "yes"', [("            if type(ok) is not bool:\n                return None\n",
@@ -578,6 +639,24 @@ WRONG = [
     W("11.3", "after 20,000 characters", [("[2][:20_000]", "[2]")], "the whole reply read"),
     W("11.3", "skip objects without ok", [(r're.finditer(r"\{", text)', r'[m for m in [re.search(r"\{", text)] if m]')],
       "only the first brace tried"),
+    W("11.3", "not text: None, 42, bytes", [("    if not isinstance(text, str) or not text.strip():\n",
+                                              "    if text is None:\n        return None\n    text = str(text)\n"
+                                              "    if not text.strip():\n")], "str() of anything"),
+    W("11.3", "not text: None, 42, bytes", [("    if not isinstance(text, str) or not text.strip():\n",
+                                              "    if isinstance(text, bytes):\n        text = text.decode()\n"
+                                              "    if not isinstance(text, str) or not text.strip():\n")],
+      "bytes decoded"),
+    W("11.3", "after the last </think> only", [('text.rpartition("</think>")[2]',
+                                                're.sub(r"<think>.*?</think>", "", text, flags=re.S)')],
+      "<think>...</think> cut out"),
+    W("11.3", "after the last </think> only", [('text.rpartition("</think>")[2]',
+                                                'text.partition("</think>")[2] or text')], "the first </think>"),
+    W("11.3", "accepted with a comment",
+      [('            feedback = " ".join(feedback.split())[:1000] if isinstance(feedback, str) else ""\n',
+        '            if ok:\n'
+        '                return {"ok": True, "feedback": feedback if isinstance(feedback, str) else ""}\n'
+        '            feedback = " ".join(feedback.split())[:1000] if isinstance(feedback, str) else ""\n')],
+      "a yes's feedback as it came"),
     # ---- 11.4 breadth first; the task with its newlines; no loop check; lists for tuples; calls unchecked; a missing
     # task let through
     W("11.4", "nested: depth first", [("            walk(call)\n", ""),

@@ -1,6 +1,7 @@
 """Stage 10 · memory and context: a history in whole steps, a window of the newest steps, and notes in SQLite."""
 from __future__ import annotations
 
+import contextlib
 import copy
 import sqlite3
 
@@ -174,10 +175,8 @@ def remembering(f, *texts) -> list:
 
 def refused_saves_nothing(f) -> list[str]:
     db = new_notes()
-    try:
+    with contextlib.suppress(ToolError):
         f(db, KEY_TEXT)
-    except ToolError:
-        pass
     return saved(db)
 
 
@@ -197,14 +196,17 @@ NOTES = ["The unit price is $24 (개당 $24).", "The user lives in Busan (부산
          "a_b costs 5", "aXb costs 6", "Robert'); DROP TABLE notes; --"]
 
 
-def recalling(f, query, limit=None, notes=NOTES):
-    db = new_notes()
-    db.executemany("INSERT INTO notes (text) VALUES (?)", [(n,) for n in notes])
-    answer = f(db, query) if limit is None else f(db, query, limit)
-    return answer if saved(db) == notes else f"{answer!r}, but the table changed"
+def recalling(query, limit=None, notes=NOTES):
+    def call(f):   # recall on a table of its own, and a word if it changed the table
+        db = new_notes()
+        db.executemany("INSERT INTO notes (text) VALUES (?)", [(n,) for n in notes])
+        answer = f(db, query) if limit is None else f(db, query, limit)
+        return answer if saved(db) == notes else f"{answer!r}, but the table changed"
+    return call
 
 
 NEWEST = ["price of coffee", "price of tea", "price of milk"]
+BEST, ONCE, TWICE = ["Busan price list", "Busan weather"], ["Price: BUSAN", "busan, busan, busan"], ["price", "tea"]
 WORDS_12 = "one two three four five six seven eight nine ten eleven twelve"
 REMEMBERED = "Remembered as #1."
 PARAMETER_HINT = "pass the text as a parameter: db.execute('... VALUES (?)', (text,)), never inside the SQL"
@@ -241,8 +243,7 @@ EXERCISES = {
              hint="return a copy, e.g. list(history[:first]): the caller may change what you return"),
         Case("a long chat (20,002 messages)", lambda f: len(f(LONG)[1]), expected=10_000,
              hint="one pass over the history: no history.index() or slicing inside the loop"),
-        Case("not a list", lambda f: f("system: hi"), raises=ValueError,
-             hint="a history is a list: raise ValueError"),
+        Case("not a list", lambda f: f("system: hi"), raises=ValueError, hint="a history is a list: raise ValueError"),
         Case("None", lambda f: f(None), raises=ValueError, hint="not a list: raise ValueError"),
         Case("a message without a role", lambda f: f([SYSTEM, {"content": "hi"}]), raises=ValueError,
              hint="every message needs a 'role': raise ValueError"),
@@ -261,8 +262,7 @@ EXERCISES = {
         Case("keep 0: the question stays", lambda f: window(f, CHAT, 0), expected=tags(CHAT[:2] + [TWENTY]),
              hint="keep=0 drops every step (careful: steps[-0:] is the whole list), but the user's latest "
                   "message stays, right after the head"),
-        Case("the question moves up", lambda f: window(f, MOVED, 1),
-             expected=tags(MOVED[:2] + [TWELVE] + MOVED[-2:]),
+        Case("the question moves up", lambda f: window(f, MOVED, 1), expected=tags(MOVED[:2] + [TWELVE] + MOVED[-2:]),
              hint="the user's latest message is in a dropped step: put it right after the head"),
         Case("kept in its step: not twice", lambda f: window(f, MOVED, 3), expected=tags(MOVED[:2] + MOVED[6:]),
              hint="when the step holding the user's latest message is kept, do not add it again"),
@@ -322,39 +322,39 @@ EXERCISES = {
         Case("None", lambda f: f(new_notes(), None), raises=ToolError, hint="text must be a str: ToolError"),
     ]),
     "10.4": Exercise("Recall notes by their words", [
-        Case("one word", lambda f: recalling(f, "shipping"), expected="#3: " + NOTES[2],
-             hint="lines '#<id>: <text>' for the notes that contain a word"),
-        Case("inside a longer word (부산은)", lambda f: recalling(f, "부산", notes=["부산은 바다가 좋다", "서울 출장"]),
+        Case("one word", recalling("shipping"), expected="#3: " + NOTES[2], hint="'#<id>: <text>' per match"),
+        Case("inside a longer word (부산은)", recalling("부산", notes=["부산은 바다가 좋다", "서울 출장"]),
              expected="#1: 부산은 바다가 좋다", hint="a word matches anywhere in a note: LIKE '%' || word || '%'"),
-        Case("upper or lower case", lambda f: recalling(f, "SHIPPING"), expected="#3: " + NOTES[2],
+        Case("upper or lower case", recalling("SHIPPING"), expected="#3: " + NOTES[2],
              hint="SQL's LIKE ignores the case of English letters"),
-        Case("more words matched first", lambda f: recalling(f, "Busan price"),
+        Case("more words matched first", recalling("Busan price"),
              expected="\n".join(["#4: " + NOTES[3], "#2: " + NOTES[1], "#1: " + NOTES[0]]),
              hint="count the words each note matches; most first"),
-        Case("newest first among equals", lambda f: recalling(f, "price", notes=NEWEST),
+        Case("newest first among equals", recalling("price", notes=NEWEST),
              expected="#3: price of milk\n#2: price of tea\n#1: price of coffee",
              hint="same number of words matched: the highest id first"),
-        Case("limit=2", lambda f: recalling(f, "price", 2, notes=NEWEST),
-             expected="#3: price of milk\n#2: price of tea", hint="at most `limit` lines"),
-        Case("no match", lambda f: recalling(f, "weather"), expected="No memory matches 'weather'.",
-             hint="no note matches: \"No memory matches '<the words>'.\""),
-        Case("punctuation is not a word", lambda f: recalling(f, "shipping?!"), expected="#3: " + NOTES[2],
+        Case("limit=1: the best, not the newest", recalling("Busan price", 1, notes=BEST), expected="#1: " + BEST[0],
+             hint="at most `limit` lines, the best: rank every match first (most words, then newest), then cut"),
+        Case("each word once, in any case", recalling("busan price", notes=ONCE),
+             expected=f"#1: {ONCE[0]}\n#2: {ONCE[1]}", hint="1 per word held, case ignored as in LIKE: busan ×3 is 1"),
+        Case("a word twice in the query counts twice", recalling("price price tea", notes=TWICE),
+             expected=f"#1: {TWICE[0]}\n#2: {TWICE[1]}", hint="score each of the words, repeats too: no set(words)"),
+        Case("no match: the words, not the query", recalling("weather, tomorrow?"),
+             expected="No memory matches 'weather tomorrow'.", hint="the words joined by spaces, not the query"),
+        Case("punctuation is not a word", recalling("shipping?!"), expected="#3: " + NOTES[2],
              hint="words = re.findall(r'\\w+', query)"),
-        Case("at most 10 words are used", lambda f: recalling(f, WORDS_12, notes=["eleven", "one"]),
-             expected="#2: one", hint="re.findall(r'\\w+', query)[:10]: the 11th and 12th words are not used"),
-        Case("SQL in the query is only text", lambda f: recalling(f, "'; DROP TABLE notes; --"),
-             expected="#7: " + NOTES[-1], hint="pass each pattern as a parameter: text LIKE ?, never inside the SQL"),
-        Case("_ is not a wildcard", lambda f: recalling(f, "a_b"), expected="#5: a_b costs 5",
+        Case("at most 10 words are used", recalling(WORDS_12, notes=["eleven", "one"]), expected="#2: one",
+             hint="re.findall(r'\\w+', query)[:10]: the 11th and 12th words are not used"),
+        Case("SQL in the query is only text", recalling("'; DROP TABLE notes; --"), expected="#7: " + NOTES[-1],
+             hint="pass each pattern as a parameter: text LIKE ?, never inside the SQL"),
+        Case("_ is not a wildcard", recalling("a_b"), expected="#5: a_b costs 5",
              hint="in LIKE, _ matches any character: escape \\, % and _ and add ESCAPE '\\'"),
-        Case("% alone has no words", lambda f: recalling(f, "%"), raises=ToolError,
-             hint="no words to look for: raise ToolError"),
-        Case("an empty query", lambda f: recalling(f, ""), raises=ToolError, hint="no words: ToolError"),
-        Case("None", lambda f: recalling(f, None), raises=ToolError, hint="query must be a str: ToolError"),
-        Case("201 characters", lambda f: recalling(f, "a" * 201), raises=ToolError,
-             hint="a query longer than 200 characters: ToolError"),
-        Case("limit=0", lambda f: recalling(f, "price", 0), raises=ToolError, hint="limit is 1 to 10"),
-        Case("limit=11", lambda f: recalling(f, "price", 11), raises=ToolError, hint="limit is 1 to 10"),
-        Case("limit=True", lambda f: recalling(f, "price", True), raises=ToolError,
-             hint="True is an int in Python: test type(limit) is int"),
+        Case("% alone has no words", recalling("%"), raises=ToolError, hint="no words to look for: raise ToolError"),
+        Case("an empty query", recalling(""), raises=ToolError, hint="no words: ToolError"),
+        Case("None", recalling(None), raises=ToolError, hint="query must be a str: ToolError"),
+        Case("201 characters", recalling("a" * 201), raises=ToolError, hint="a query over 200 characters: ToolError"),
+        Case("limit=0", recalling("price", 0), raises=ToolError, hint="limit is 1 to 10"),
+        Case("limit=11", recalling("price", 11), raises=ToolError, hint="limit is 1 to 10"),
+        Case("limit=True", recalling("price", True), raises=ToolError, hint="True is an int: test type(limit) is int"),
     ]),
 }

@@ -89,9 +89,7 @@ def said(f, todos, index, note="") -> str:
 def plan_untouched(f) -> str:
     todos = copy.deepcopy(PLAN)
     got = f(todos, 2, "$720")
-    if todos != PLAN:
-        return "changed"
-    return "a new list" if got is not todos else "the input list itself"
+    return "changed" if todos != PLAN else "a new list" if got is not todos else "the input list itself"
 
 
 def has(*words):
@@ -244,8 +242,7 @@ EXERCISES = {
     ]),
     "11.3": Exercise("Read a critic's verdict", [
         Case("accepted", lambda f: f('{"ok": true}'), expected=OK, hint="return {'ok': True, 'feedback': ''}"),
-        Case("rejected, with feedback", lambda f: f(REJECT), expected=SHIPPING,
-             hint="a rejection carries its feedback"),
+        Case("rejected, with feedback", lambda f: f(REJECT), expected=SHIPPING, hint="a rejection keeps its feedback"),
         Case("amid chatter and a fence", lambda f: f("Checked.\n```json\n" + REJECT + "\n```\nHope that helps!"),
              expected=SHIPPING, hint="try json.JSONDecoder().raw_decode(text, i) at each '{'"),
         Case("skip objects without ok", lambda f: f('Set {a} first, then {"note": 1} and '
@@ -257,6 +254,8 @@ EXERCISES = {
         Case("a draft in <think> is not the verdict",
              lambda f: f('<think>{"ok": false, "feedback": "draft"}</think>{"ok": true}'), expected=OK,
              hint="read only what follows the last '</think>'"),
+        Case("after the last </think> only", lambda f: f("<think>a</think>" + REJECT + "</think>" + '{"ok": true}'),
+             expected=OK, hint="text.rpartition('</think>')[2]: the last one ends the draft, even without a '<think>'"),
         Case("only a draft", lambda f: f('<think>{"ok": true}</think>Let me look again.'), expected=None,
              hint="after '</think>' there is no verdict: None"),
         Case("feedback on one line", lambda f: f('{"ok": false, "feedback": "Say whether\\n  shipping is free."}'),
@@ -265,8 +264,8 @@ EXERCISES = {
         Case("feedback of 5,000 characters", lambda f: len(f('{"ok": false, "feedback": "' + "x" * 5000 + '"}')
                                                            ["feedback"]),
              expected=1000, hint="cut the feedback to its first 1,000 characters"),
-        Case("accepted with a comment", lambda f: f('{"ok": true, "feedback": "Clear and complete."}'),
-             expected={"ok": True, "feedback": "Clear and complete."}, hint="keep the feedback that came with a yes"),
+        Case("accepted with a comment", lambda f: f('{"ok": true, "feedback": "Clear and\\n  complete."}'),
+             expected={"ok": True, "feedback": "Clear and complete."}, hint="keep a yes's feedback too, on one line"),
         Case("accepted, feedback not text", lambda f: f('{"ok": true, "feedback": 5}'), expected=OK,
              hint="feedback that is not a str counts as ''"),
         Case('"ok": "yes"', lambda f: f('{"ok": "yes"}'), expected=None,
@@ -284,9 +283,9 @@ EXERCISES = {
         Case("prose only", lambda f: f("Looks good to me!"), expected=None, hint="no JSON object: None"),
         Case("broken JSON", lambda f: f('{"ok": tru}'), expected=None, hint="catch the decoder's ValueError"),
         Case("empty", lambda f: f(""), expected=None, hint="nothing to read: None"),
-        Case("not text", lambda f: f(None), expected=None, hint="not a str: None, never an exception"),
-        Case("a million {", lambda f: f("{" * 1_000_000), expected=None,
-             hint="read at most the first 20,000 characters"),
+        Case("not text: None, 42, bytes", lambda f: [f(x) for x in (None, 42, b'{"ok": true}')], expected=[None] * 3,
+             hint="not a str: None, never an exception; bytes are not text either (no str() or decode())"),
+        Case("a million {", lambda f: f("{" * 1_000_000), expected=None, hint="read only the first 20,000 characters"),
         Case("nested 100,000 deep", lambda f: f('{"ok": ' + "[" * 100_000), expected=None,
              hint="the decoder raises RecursionError on deep nesting: catch it like a ValueError"),
         Case("60 empty objects first", lambda f: f("{} " * 60 + '{"ok": true}'), expected=None,
@@ -295,8 +294,7 @@ EXERCISES = {
              hint="only the first 20,000 characters (after the last '</think>') are read"),
     ]),
     "11.4": Exercise("Who called whom", [
-        Case("no calls", walked(node("orchestrator", "goal")), expected=[],
-             hint="an agent that called nobody gives no edges"),
+        Case("no calls", walked(node("orchestrator", "goal")), expected=[], hint="no one was called: no edges"),
         Case("a team of two", walked(TEAM),
              expected=[("orchestrator", "researcher", RESEARCH), ("orchestrator", "accountant", TOTAL)],
              hint="one (caller, callee, task) tuple per call, in the order of 'calls'"),
