@@ -21,6 +21,7 @@ import pytest
 
 from course_lib.courseware import sandbox
 from course_lib.courseware.grader import Grade, grade, grade_all
+from course_lib.courseware.hidden_asserts import explained
 from course_lib.courseware.grading import ROOT
 
 STAGE = "04"
@@ -771,7 +772,7 @@ def test_assemble_takes_only_the_answer_cells_and_names_each_kind_of_tampering()
             tamper(submission, how)
         nb, found, _ = _grader.assemble(trusted, submission)
         assert found == {"04.1": [said]}, how
-        assert cell(nb, "ex04_1_hidden").source == cell(trusted, "ex04_1_hidden").source   # the trusted one runs
+        assert cell(nb, "ex04_1_hidden").source == explained(cell(trusted, "ex04_1_hidden").source)   # the trusted one
     submission = load(SOLUTION)
     tamper(submission, "untagged answer")
     nb, _, _ = _grader.assemble(trusted, submission)
@@ -804,7 +805,7 @@ def test_assemble_notes_added_cells_and_edited_locked_cells_and_runs_the_origina
                      "inside an answer cell",
                      "locked cell(s) ex04_2_check were edited; the originals were run"]
     assert cell(nb, "ex04_2_check").source == 'check("04.2", find_action)'
-    assert cell(nb, "ex04_3_hidden").source == cell(trusted, "ex04_3_hidden").source
+    assert cell(nb, "ex04_3_hidden").source == explained(cell(trusted, "ex04_3_hidden").source)
     assert len(nb.cells) == len(trusted.cells)
     two = load(SOLUTION)
     cell(two, "ex04_2_check").source = "a"
@@ -1102,7 +1103,9 @@ def test_grade_builds_the_result_from_what_the_run_observed(tmp_path, monkeypatc
     keep = tmp_path / "class"
     keep.mkdir()
     g = _grader.grade(path, STAGE, timeout=9, level="none", hide=[str(keep), str(ROOT)])
-    assert [c.source for c in record["nb"].cells] == [c.source for c in load(SOLUTION).cells]   # assembled
+    assert [c.source for c in record["nb"].cells] == [   # assembled: the solution, its hidden tests explained
+        explained(c.source) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id", "").endswith("_hidden")
+        else c.source for c in load(SOLUTION).cells]
     assert record["candidates"] == {"04.1": "validate_action", "04.2": "find_action", "04.3": "parse_action"}
     assert (record["stage"], record["timeout"], record["level"]) == (STAGE, 9, "none")
     assert record["hidden"] == [SOLUTION.parent.resolve(), (ROOT / "solutions").resolve(), (ROOT / ".git").resolve(),
