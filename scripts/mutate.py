@@ -141,6 +141,7 @@ TARGETS: dict[str, list[str]] = {
     "course_lib/courseware/grader.py": [f"tests/test_grading_cheats.py::{name}" for name in GRADER_CHEATS.split()]
                                         + [f"tests/test_exercises.py::{name}" for name in GRADER_EXERCISES.split()],
     "course_lib/courseware/notebook_marks.py": ["tests/test_notebook_marks.py"],
+    "course_lib/courseware/hidden_asserts.py": ["tests/test_hidden_asserts.py"],   # hidden tests that say what failed
     # sent into the kernel as source; measured where the tests import them and run them in-process
     "course_lib/courseware/kernel_judge.py": ["tests/test_kernel_code.py"],
     "course_lib/courseware/kernel_borrows.py": ["tests/test_kernel_code.py"],

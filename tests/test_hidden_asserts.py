@@ -33,6 +33,7 @@ def failure(source: str, env: dict | None = None) -> str:
     ("assert 1 < 2 < 0", "`1 < 2 < 0` is not true"),          # a chain keeps its short-circuit
     ("assert [] or 0", "`[] or 0` is not true"),
     ("assert [] or 0, 'either one'", "either one"),           # a sentence and nothing to compare: as written
+    ("assert [] or 0, (1, 2)", "`[] or 0` ((1, 2)) is not true"),
     ("assert [1, 2] == [1,\n        3]", "`[1, 2] == [1, 3]`: expected [1, 3], got [1, 2]"),
 ])
 def test_a_failing_assert_names_its_case_expected_and_got(source, message):

@@ -26,33 +26,32 @@ LONGEST = 160   # characters of one value's repr in the message (the report keep
 
 _OPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Is: "is", ast.IsNot: "is not", ast.In: "in", ast.NotIn: "not in",
         ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+# ast.unparse writes code from the nodes' fields alone: a name's Load or Store context is not needed, and the
+# rewritten cell is parsed again by the kernel.
 
 
-def _short(expression: ast.expr) -> ast.expr:
-    """``repr(value)`` cut to LONGEST characters, as an expression."""
-    text = ast.Call(ast.Name("repr", ast.Load()), [expression], [])
-    return ast.Subscript(text, ast.Slice(None, ast.Constant(LONGEST)), ast.Load())
+def _value(expression: ast.expr) -> ast.expr:
+    """``{repr(value)[:LONGEST]}`` inside the f-string."""
+    text = ast.Call(ast.Name("repr"), [expression], [])
+    return ast.FormattedValue(ast.Subscript(text, ast.Slice(upper=ast.Constant(LONGEST))), conversion=-1)
 
 
-def _message(case: str, test: ast.expr, original: ast.expr | None) -> ast.expr:
+def _message(case: str, op: ast.cmpop | None, original: ast.expr | None) -> ast.expr:
     """An f-string: the case (the test's own sentence, or the asserted code and its message), then for a
-    comparison what was expected and what came back."""
+    comparison ``op`` what was expected and what came back."""
     if isinstance(original, (ast.Constant, ast.JoinedStr)):   # a sentence written for the learner names the case
-        parts: list[ast.expr] = [ast.FormattedValue(original, -1, None)]
+        parts: list[ast.expr] = [ast.FormattedValue(original, conversion=-1)]
     else:
         parts = [ast.Constant(f"`{case}`")]
         if original is not None:
-            parts += [ast.Constant(" ("), ast.FormattedValue(original, -1, None), ast.Constant(")")]
-    if isinstance(test, ast.Compare) and len(test.ops) == 1:
-        got, want = ast.Name(GOT, ast.Load()), ast.Name(WANT, ast.Load())
-        if type(test.ops[0]) in (ast.Eq, ast.Is):
-            parts += [ast.Constant(": expected "), ast.FormattedValue(_short(want), -1, None),
-                      ast.Constant(", got "), ast.FormattedValue(_short(got), -1, None)]
-        else:
-            parts += [ast.Constant(": expected "), ast.FormattedValue(_short(got), -1, None),
-                      ast.Constant(f" {_OPS[type(test.ops[0])]} "), ast.FormattedValue(_short(want), -1, None)]
-    else:
+            parts += [ast.Constant(" ("), ast.FormattedValue(original, conversion=-1), ast.Constant(")")]
+    got, want = ast.Name(GOT), ast.Name(WANT)
+    if op is None:
         parts.append(ast.Constant(" is not true"))
+    elif type(op) in (ast.Eq, ast.Is):
+        parts += [ast.Constant(": expected "), _value(want), ast.Constant(", got "), _value(got)]
+    else:
+        parts += [ast.Constant(": expected "), _value(got), ast.Constant(f" {_OPS[type(op)]} "), _value(want)]
     return ast.JoinedStr(parts)
 
 
@@ -61,18 +60,17 @@ class _Explain(ast.NodeTransformer):
         self.source = source
 
     def visit_Assert(self, node: ast.Assert):
-        single = isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
+        test = node.test
+        single = isinstance(test, ast.Compare) and len(test.ops) == 1
         if isinstance(node.msg, (ast.Constant, ast.JoinedStr)) and not single:   # a sentence, nothing to add
             return node
-        case = " ".join((ast.get_source_segment(self.source, node.test) or ast.unparse(node.test)).split())
-        test = node.test
-        if single:
-            sides = ast.Assign([ast.Tuple([ast.Name(GOT, ast.Store()), ast.Name(WANT, ast.Store())], ast.Store())],
-                               ast.Tuple([test.left, test.comparators[0]], ast.Load()))
-            compare = ast.Compare(ast.Name(GOT, ast.Load()), test.ops, [ast.Name(WANT, ast.Load())])
-            checked = ast.Assert(compare, _message(case, test, node.msg))
-            return [ast.copy_location(sides, node), ast.copy_location(checked, node)]
-        return ast.copy_location(ast.Assert(test, _message(case, test, node.msg)), node)
+        case = " ".join(ast.get_source_segment(self.source, test).split())   # the code as written, on one line
+        if not single:
+            return ast.copy_location(ast.Assert(test, _message(case, None, node.msg)), node)
+        sides = ast.Assign([ast.Tuple([ast.Name(GOT), ast.Name(WANT)])], ast.Tuple([test.left, test.comparators[0]]))
+        checked = ast.Assert(ast.Compare(ast.Name(GOT), test.ops, [ast.Name(WANT)]),
+                             _message(case, test.ops[0], node.msg))
+        return [ast.copy_location(sides, node), ast.copy_location(checked, node)]
 
 
 def explained(source: str) -> str:
@@ -82,5 +80,4 @@ def explained(source: str) -> str:
         tree = ast.parse(source)
     except SyntaxError:
         return source
-    tree = ast.fix_missing_locations(_Explain(source).visit(tree))
-    return ast.unparse(tree)
+    return ast.unparse(ast.fix_missing_locations(_Explain(source).visit(tree)))
