@@ -61,6 +61,11 @@ def test_each_lesson_says_what_it_builds_on_and_how_long_it_takes_as_the_readme_
         assert found, f"{path.name}: the first cell says what it builds on and how long it takes"
         row = next(line for line in readme.splitlines() if line.startswith(f"| {path.name.split('_')[0]} |"))
         assert f"| {found[1]} min |" in row, f"README stage map and {path.name} disagree on the time"
+        sentence = re.search(r"\*\*Time:\*\*[^\n]*", text)[0]   # "about 50 minutes, plus about 70 for its exercises."
+        exercises = re.findall(r"about (\d+)", sentence)[1:]
+        if path.name[:2] != "00":   # the exercise notebook's time, as the README's row gives it in brackets
+            assert exercises and "](exercises/" in row and f") ({exercises[0]} min) |" in row, \
+                f"README stage map and {path.name} disagree on the exercises' time"
 
 
 def test_each_lessons_whats_next_links_to_the_next_lesson():
