@@ -105,7 +105,7 @@ def tricks(tmp_path_factory):
         nb = load(EXERCISE)
         answer(nb, "ex04_1", code)
         paths[name] = save(nb, folder, name.replace(" ", "_"))
-    grades, problems = grade_all(list(paths.values()), STAGE, timeout=30, jobs=2)
+    grades, problems = grade_all(list(paths.values()), STAGE, timeout=120, jobs=2)
     assert problems == []
     return dict(zip(paths, grades))
 
@@ -141,7 +141,7 @@ def tamper(nb, how: str):
 def test_tampering_with_a_graded_cell_fails_that_exercise(tmp_path, how):
     nb = load(SOLUTION)   # everything solved: only the tampering can fail it
     tamper(nb, how)
-    g = grade(save(nb, tmp_path, how.replace(" ", "_")), STAGE, timeout=30)
+    g = grade(save(nb, tmp_path, how.replace(" ", "_")), STAGE, timeout=120)
     ex = by_exercise(g)
     assert not ex["04.1"].passed and ex["04.1"].detail.startswith("tampering:"), ex["04.1"]
     assert ex["04.2"].passed   # the rest is graded as usual (04.3 builds on 04.1's answer)
@@ -151,7 +151,7 @@ def test_an_edited_check_cell_is_restored(tmp_path):
     nb = load(SOLUTION)
     cell(nb, "ex04_1").source = "def validate_action(data):\n    return None\n"   # wrong: accepts everything
     cell(nb, "ex04_1_check").source = 'print("✓ all cases passed")'
-    g = grade(save(nb, tmp_path, "edited"), STAGE, timeout=30)
+    g = grade(save(nb, tmp_path, "edited"), STAGE, timeout=120)
     ex = by_exercise(g)["04.1"]
     assert not ex.passed and "cases passed in check()" in ex.detail and ex.failing
     assert any("ex04_1_check" in note and "originals were run" in note for note in g.notes)
@@ -160,7 +160,7 @@ def test_an_edited_check_cell_is_restored(tmp_path):
 def test_cells_a_student_adds_are_not_run(tmp_path):
     nb = load(EXERCISE)
     nb.cells.append(nbformat.v4.new_code_cell("validate_action = lambda data: None"))
-    g = grade(save(nb, tmp_path, "added"), STAGE, timeout=30)
+    g = grade(save(nb, tmp_path, "added"), STAGE, timeout=120)
     assert by_exercise(g)["04.1"].detail == "not implemented yet"
     assert any("you added were not run" in note for note in g.notes)
 
@@ -168,7 +168,7 @@ def test_cells_a_student_adds_are_not_run(tmp_path):
 def test_a_reexported_finished_version_is_not_a_solution(tmp_path):
     nb = load(EXERCISE)
     cell(nb, "ex04_3").source = "from course_lib.parsing import parse_reply as parse_action\n"
-    g = grade(save(nb, tmp_path, "reexport"), STAGE, timeout=30)
+    g = grade(save(nb, tmp_path, "reexport"), STAGE, timeout=120)
     ex = by_exercise(g)["04.3"]
     assert not ex.passed and "imports course_lib.parsing, the finished version of this stage" in ex.detail
 
@@ -205,7 +205,7 @@ for target in [root / "solutions" / "04_parsing_replies_exercises.ipynb", root /
     wrong = load(SOLUTION)
     cell(wrong, "ex04_1").source = "def validate_action(data):\n    return None\n"
     grades, problems = grade_all([save(writer, tmp_path, "writer"), save(wrong, tmp_path, "wrong")], STAGE,
-                                 timeout=30, jobs=1)
+                                 timeout=120, jobs=1)
     assert problems == [] and not grades[0].passed
     assert not by_exercise(grades[1])["04.1"].passed and by_exercise(grades[1])["04.2"].passed
     assert hashlib.sha256(SOLUTION.read_bytes()).hexdigest() == before
@@ -237,7 +237,7 @@ for path in [{str(home_file)!r}, {str(tmp_file)!r}, os.path.expanduser("~/writte
         pass
 print(outcomes)
 """)
-    g = grade(save(nb, tmp_path, "network"), STAGE, timeout=30)
+    g = grade(save(nb, tmp_path, "network"), STAGE, timeout=120)
     with pytest.raises(socket.timeout):
         listener.accept()   # nobody connected
     listener.close()
@@ -311,7 +311,7 @@ def test_solutions_kept_outside_the_repository(tmp_path):
     outside = tmp_path / "instructor"
     outside.mkdir()
     (outside / SOLUTION.name).write_bytes(SOLUTION.read_bytes())
-    g = grade(str(SOLUTION), STAGE, solutions_dir=outside, timeout=30)
+    g = grade(str(SOLUTION), STAGE, solutions_dir=outside, timeout=120)
     assert g.passed
 
 
@@ -322,7 +322,7 @@ def test_a_weaker_sandbox_says_so_and_unshare_still_cuts_the_network(tmp_path, l
     listener = local_listener()
     nb = load(EXERCISE)
     answer(nb, "ex04_1", f"import socket\nsocket.socket().connect_ex(('127.0.0.1', {listener.getsockname()[1]}))")
-    g = grade(save(nb, tmp_path, level), STAGE, timeout=30, level=level)
+    g = grade(save(nb, tmp_path, level), STAGE, timeout=120, level=level)
     assert g.isolation == sandbox.DESCRIPTIONS[level] and ("NOT isolated" in g.isolation)
     if level == "unshare":
         with pytest.raises(socket.timeout):
@@ -338,7 +338,7 @@ def test_the_scratch_folder_is_deleted_afterwards(tmp_path, monkeypatch):
     monkeypatch.setattr(grader.tempfile, "mkdtemp", lambda **kw: made.append(original(**kw)) or made[-1])
     nb = load(EXERCISE)
     answer(nb, "ex04_1", "open('left-behind.txt', 'w').write('x')")
-    grade(save(nb, tmp_path, "scratch"), STAGE, timeout=30)
+    grade(save(nb, tmp_path, "scratch"), STAGE, timeout=120)
     assert len(made) == 1 and Path(made[0]).name.startswith("course-grade-") and not Path(made[0]).exists()
 
 
@@ -384,7 +384,7 @@ REACHING_IN = {
 def test_an_answer_that_reaches_into_the_interpreter_is_refused_before_it_runs(tmp_path, name):
     nb = load(SOLUTION)   # solved: only the refusal can fail it
     answer(nb, "ex04_1", REACHING_IN[name])
-    g = grade(save(nb, tmp_path, "reach"), STAGE, timeout=30)
+    g = grade(save(nb, tmp_path, "reach"), STAGE, timeout=120)
     ex = by_exercise(g)
     assert not ex["04.1"].passed and ex["04.1"].detail.startswith("refused: answer cell 'ex04_1' was not run")
     assert ex["04.2"].passed
@@ -405,7 +405,7 @@ def test_a_fifo_or_a_device_is_not_read(tmp_path):
     device = tmp_path / "zero.ipynb"
     device.symlink_to("/dev/zero")
     for path in (fifo, device):
-        g = grade(str(path), STAGE, timeout=30)
+        g = grade(str(path), STAGE, timeout=120)
         assert "not a regular file" in g.reason and not g.passed
 
 
@@ -457,7 +457,7 @@ def test_a_classmates_notebook_in_the_same_batch_is_out_of_reach(tmp_path):
     copier = load(EXERCISE)
     cell(copier, "ex04_1").source = (f"text = open({honest!r}).read()\n"
                                      "def validate_action(data):\n    return None\n")
-    grades, problems = grade_all([honest, save(copier, mallory, "04")], STAGE, timeout=30, jobs=2)
+    grades, problems = grade_all([honest, save(copier, mallory, "04")], STAGE, timeout=120, jobs=2)
     assert problems == [] and grades[0].passed
     assert by_exercise(grades[1])["04.1"].detail.startswith("your answer cell defines no")   # open() failed
 
