@@ -124,10 +124,21 @@ W = Wrong
 
 # ---- lines and blocks that several rows edit, or that are long; each row says what it does with them
 CALLABLE_02_1 = '    if not callable(func):\n        raise TypeError(f"a tool must be callable, got {type(func).__name__}")\n'
+MISSING_05_2 = ("    missing = [p.name for p in named if p.default is p.empty and p.name not in args]\n"
+                "    if missing:\n"
+                "        return f\"{name} is missing required argument(s) {', '.join(map(repr, missing))}.\"\n")
 TOKENS_09_3 = ('    if max_tokens is not None and tokens_in + tokens_out > max_tokens:\n'
                '        return (f"Stopped before the next model call: it would bring the run to {tokens_in + tokens_out:,} "\n'
                '                f"tokens, over the budget of {max_tokens:,}.")\n')
 COST_END_09_3 = '                f"over the budget of ${max_cost:.4f}.")\n'
+LOOP_10_1 = ("    head, steps = [], []\n    for m in history:\n"
+             '        if m["role"] == "assistant":\n'
+             "            steps.append([m])           # a new step starts at every assistant message\n"
+             "        elif steps:\n"
+             "            steps[-1].append(m)         # its tool results, observations, the user's next message\n"
+             "        else:\n"
+             "            head.append(m)              # before the first assistant message: system prompt, goal\n"
+             "    return head, steps")
 BY_MESSAGES_10_2 = [("    return head + pinned + [m for step in steps[first:] for m in step]",
                      "    rest = [m for step in steps for m in step]\n    return head + (rest[-2 * keep:] if keep else [])")]
 COLLAPSE_10_3 = '    text = " ".join(text.split())                 # one line, single spaces\n'
@@ -179,6 +190,8 @@ WRONG = [
                               "not isinstance(start, int) or not (end is None or isinstance(end, int))")],
       "isinstance lets True in"),
     W("01.2", "end 2.0 (a float)", [(" or not (end is None or type(end) is int)", "")], "end not checked"),
+    W("01.2", "end True", [("not (end is None or type(end) is int)", "(end is not None and not isinstance(end, int))")],
+      "isinstance lets end=True in"),
     W("01.2", "a folder: sub", [("target.is_file()", "target.exists()")], "exists() for is_file()"),
     W("01.2", "start 5, past the last line",
       [("    if start > len(lines):\n        raise ToolError(f\"'{path}' has {len(lines)} lines; ask for a start of at "
@@ -193,12 +206,20 @@ WRONG = [
       "os.path.abspath does not follow links"),
     # ---- 01.3
     W("01.3", "value nan", [(" or not math.isfinite(value)", "")], "nan let through"),
+    W("01.3", "unit None: the message lists the units",
+      [("        name = unit.strip().lower() if isinstance(unit, str) else None\n",
+        '        if not isinstance(unit, str):\n            raise ToolError("a unit must be text")\n'
+        "        name = unit.strip().lower()\n")], "a unit that is not text: no list of units"),
+    W("01.3", "to_unit 3 (not text)", [("if isinstance(unit, str) else None", "if isinstance(from_unit, str) else None")],
+      "only from_unit type-checked"),
     # ---- 02.1 the order of the checks, a name that is not text
     W("02.1", "not callable, named 'finish'", [(CALLABLE_02_1, ""), ("    if name in registry:",
                                                                       CALLABLE_02_1 + "    if name in registry:")],
       "callable checked after the name"),
     W("02.1", "name 42 (not text)", [("not isinstance(name, str) or not NAME_PATTERN", "not NAME_PATTERN")],
       "the name's type not checked"),
+    W("02.1", "name 'calc\\n' (a newline at the end)",
+      [("NAME_PATTERN.fullmatch(name)", 're.match(NAME_PATTERN.pattern + "$", name)')], "$ allows a final newline"),
     # ---- 02.2 a tool's own ToolError goes through; names are exact
     W("02.2", "the tool's own ToolError",
       [("    return str(registry[name](**args))", "    try:\n        return str(registry[name](**args))\n"
@@ -207,6 +228,10 @@ WRONG = [
     W("02.2", "'Calculator' (other case)", [("    if not isinstance(name, str):\n",
                                              "    if isinstance(name, str):\n        name = name.strip().lower()\n"
                                              "    if not isinstance(name, str):\n")], "names stripped and lowered"),
+    W("02.2", "the tool's own ToolError",
+      [("    return str(registry[name](**args))", "    try:\n        return str(registry[name](**args))\n"
+                                                   '    except Exception as e:\n        raise ToolError(f"{name} failed: {e}")')],
+      "the tool's error rewrapped"),
     # ---- 02.3 the plain call with a name, a duplicate through @tool, a non-callable that is not text
     W("02.3", "tool(shout, name='loud')",
       [("if func is None:", "if name is not None:"),
@@ -219,6 +244,15 @@ WRONG = [
       "no duplicate check for bare @tool"),
     W("02.3", "tool(42): not callable", [("if not callable(func):", "if isinstance(func, str):")],
       "only text refused"),
+    W("02.3", "the TypeError shows @tool(name=",
+      [('raise TypeError(f"@tool got {func!r}, which is not a function; to give a name, "\n'
+        '                            "write @tool(name=...)")', 'raise TypeError("tool expects a function")')],
+      "the right spelling not shown"),
+    W("02.3", "two decorators, two registries",
+      [("def make_tool_decorator(registry: dict):\n",
+        "REGISTRY = {}\n\n\ndef make_tool_decorator(registry: dict):\n    global REGISTRY\n    REGISTRY = registry\n"),
+       ("if key in registry:", "if key in REGISTRY:"), ("registry[key] = func", "REGISTRY[key] = func")],
+      "one global registry"),
     # ---- 03.1 dict[...], recursion into lists and unions, unions with None and more
     W("03.1", "dict[str, int]", [('    if origin is dict:\n        return {"type": "object"}\n', "")],
       "dict[...] unknown"),
@@ -244,6 +278,8 @@ WRONG = [
     W("03.3", "a raw, indented __doc__", [("        if not line.strip():\n            continue\n",
                                            "        if not line.strip():\n            break\n")],
       "a blank line ends the section"),
+    W("03.3", "a prose line that starts with Args", [('if line.strip() == "Args:"', 'if line.strip().startswith("Args")')],
+      "startswith('Args')"),
     # ---- 03.4 case, whole words, drifted Args:, nothing more for an undescribed tool
     W("03.4", "SEARCH sounds like Search", [("line.lower()", "line")], "case counts in the words"),
     W("03.4", "'prices' does not name 'price'",
@@ -255,6 +291,9 @@ WRONG = [
     W("03.4", "no docstring", [('problems.append(f"{name}: no description")\n            continue\n',
                                 'problems.append(f"{name}: no description")\n')], "an undescribed tool checked on"),
     W("03.4", "in the dict's order", [("    return problems\n", "    return sorted(problems)\n")], "sorted"),
+    W("03.4", "Korean words count", [(r'r"[^\W\d_]{5,}"', r'r"[a-z]{5,}"')], "[a-z] words only"),
+    W("03.4", "SEARCH does not name search",
+      [(r'(?!\w)", line):', r'(?!\w)", line, re.I):')], "the other name found case-insensitively"),
     # ---- 04.1 falsy args that are not objects
     W("04.1", "args is an empty list", [('args = data.get("args")', 'args = data.get("args") or {}')],
       "[], \"\" and false become {}"),
@@ -278,6 +317,9 @@ WRONG = [
     W("04.3", "a failure: tool None, args {}", [("return ParsedReply(ok=False, error=problem)",
                                                  'return ParsedReply(ok=False, tool=data.get("tool"), error=problem)')],
       "a failure keeps the tool"),
+    W("04.3", "two blocks side by side", [('visible = "".join(kept) + text[pos:]',
+                                          'visible = re.sub(r"<think>.*?</think>", "", text, count=1, flags=re.DOTALL)')],
+      "only the first block removed"),
     # ---- 05.1 bool is no float, bare list, dict[...], anything else fits, nested hints
     W("05.1", "true for float", [("return type(value) in (int, float)", "return isinstance(value, (int, float))")],
       "isinstance lets True in"),
@@ -299,6 +341,8 @@ WRONG = [
     W("05.2", "**fields: message still required", [("    named = [p for p", "    if takes_any:\n        return None\n"
                                                                           "    named = [p for p")],
       "**fields makes every name optional"),
+    W("05.2", "misspelled name", [(MISSING_05_2, ""), ("    unexpected = [a for a", MISSING_05_2 + "    unexpected = [a for a")],
+      "missing names checked first"),
     # ---- 05.3 falsy results are not "nothing"
     W("05.3", "0 is not nothing", [("if isinstance(result, str):", "if isinstance(result, str) and result:"),
                                    ("elif result is None:", "elif not result:")], "falsy taken for nothing"),
@@ -310,6 +354,8 @@ WRONG = [
         "built-in whose signature inspect cannot read\n        return f\"Error: the call to {name} could not be "
         "checked ({type(e).__name__}: {e}).\", True\n", "    problem = check_call(func, args)\n")],
       "check_call not guarded"),
+    W("05.4", "true for an int", [("json.dumps(value, ensure_ascii=False, default=str)[:60]", "repr(value)[:60]")],
+      "the value as Python shows it"),
     # ---- 06.1 finish without an answer, the first messages, max_steps=True, a failed call adds nothing
     W("06.1", "finish without an answer", [('parsed.args.get("answer", "(the model finished without an answer)")',
                                             'parsed.args["answer"]')], "args['answer']"),
@@ -328,6 +374,8 @@ WRONG = [
     W("06.2", "the last message is a reply", [("for m in history\n", "for m in history[-2 * limit::2]\n"),
                                               (' and m.get("role") == "assistant"', "")],
       "every second message from the end"),
+    W("06.2", "three bad replies are no repeat", [("        if not parsed.ok:\n            return False\n", "")],
+      "parsed.ok not tested"),
     # ---- 06.3 only the digits 0-9, the message for every bad value, the default given, blank means unset
     W("06.3", '"+5"', [("    if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:\n",
                         "    try:\n        int(raw)\n    except ValueError:\n        raise ValueError(f\"COURSE_MAX_STEPS "
@@ -350,6 +398,9 @@ WRONG = [
     W("07.1", "a reply comes back unchanged", [("return self.replies[len(self.calls) - 1]",
                                                 "return Reply(text=str(self.replies[len(self.calls) - 1]))")],
       "the reply wrapped"),
+    W("07.1", "the script stays intact", [("if len(self.calls) > len(self.replies):", "if not self.replies:"),
+                                          ("return self.replies[len(self.calls) - 1]", "return self.replies.pop(0)")],
+      "pop(0) empties the script"),
     # ---- 07.2 the order of the story
     W("07.2", "broken JSON comes first",
       [("        '{\"tool\": \"lookup\", \"args\": {\"topic\": \"단가\"}',   # broken JSON: the closing brace is missing\n",
@@ -357,6 +408,11 @@ WRONG = [
        ('        act("lookup", topic="discount"),                  # the knowledge base has no "discount": a tool error\n',
         '        act("lookup", topic="discount"),\n        \'{"tool": "lookup", "args": {"topic": "단가"}\',\n')],
       "the tool error first"),
+    W("07.2", "unusable replies (bad JSON)", [("""'{"tool": "lookup", "args": {"topic": "단가"}',""",
+                                               '"Let me look up the unit price first.",')], "prose for broken JSON"),
+    W("07.2", "unusable replies (bad JSON)", [("""'{"tool": "lookup", "args": {"topic": "단가"}',""",
+                                               """'{"tol": "lookup", "args": {"topic": "단가"}}',""")],
+      "valid JSON without a tool key"),
     # ---- 07.3 the goal stripped, messages untouched, everything tried, not an observation
     W("07.3", "goal with spaces around it", [("topic=goal.strip()", "topic=goal")], "the goal as it came"),
     W("07.3", "messages are not changed", [("    tried = []\n", "    last_message = messages.pop()\n"
@@ -380,6 +436,15 @@ WRONG = [
       "ids may repeat"),
     W("08.2", "a call without an id", [("if not all(ids) or len(set(ids)) != len(ids):",
                                         "if len(set(ids)) != len(ids):")], "ids may be missing"),
+    W("08.2", "is_error from the flag, not the text",
+      [("        if observation.is_error:\n", '        if observation.content.startswith("Error"):\n')],
+      "an error read from the text"),
+    W("08.3", "'null', '[]' and '0' are kept", [('json.loads(raw or "{}")', 'json.loads(raw or "{}") or {}')],
+      "falsy JSON becomes {}"),
+    W("08.3", "only spaces: kept as text",
+      [('        else:\n            try:\n                args = json.loads(raw or "{}")',
+        '        elif not raw or not raw.strip():\n            args = {}\n'
+        '        else:\n            try:\n                args = json.loads(raw)')], "spaces mean no arguments"),
     W("08.3", "arguments null", [('json.loads(raw or "{}")', 'json.loads(raw if raw != "" else "{}")')],
       "None is not \"\""),
     W("08.3", "arguments already a dict",
@@ -427,6 +492,12 @@ WRONG = [
     W("09.1", "min_span '20' is refused", [("type(min_span) is not int or ", "")], "min_span's type not checked"),
     W("09.1", "min_span 8.0 is refused", [("type(min_span) is not int", "not isinstance(min_span, (int, float))")],
       "a float min_span let through"),
+    W("09.1", "min_span 8 is allowed", [("min_span < 8", "min_span <= 8")], "8 refused"),
+    W("09.1", "args are not changed",
+      [("    k, seen = min_span, set()\n", "    for key in args if isinstance(args, dict) else ():\n"
+                                          "        if isinstance(args[key], str):\n"
+                                          "            args[key] = normal(args[key])\n"
+                                          "    k, seen = min_span, set()\n")], "args normalised in place"),
     W("09.1", "a number as a dict key", [("yield from texts(key)", "yield key")], "every key taken for text"),
     W("09.1", "zero-width characters", [("text.translate(dict.fromkeys(map(ord, ZERO_WIDTH)))",
                                          r'text.replace("\u200b", "")')], "only U+200B removed"),
@@ -506,6 +577,8 @@ WRONG = [
         "    folded = [[line, lines.count(line)] for line in dict.fromkeys(lines)]\n")], "every repeat folded"),
     W("09.4", "13 lines: 11 and a count", [('tried[:11] + [f"… and {len(tried) - 11} more"]',
                                            'tried[:12] + [f"… and {len(tried) - 12} more"]')], "12 and a count"),
+    W("09.4", "16 calls, 13 lines: 11 and 2 more", [("{len(tried) - 11} more", "{len(calls) - 11} more")],
+      "calls counted, not lines"),
     # ---- 10.1 a step starts at every assistant message only; every item is a dict; the head is a new list
     W("10.1", "a chat: head and steps", [('if m["role"] == "assistant":', 'if m["role"] in ("assistant", "user"):')],
       "user messages start steps too"),
@@ -516,12 +589,23 @@ WRONG = [
                                    '    if not any(m["role"] == "assistant" for m in history):\n'
                                    "        return history, []\n    head, steps = [], []\n")],
       "the input list as the head"),
+    W("10.1", "two equal replies ('ok')",
+      [(LOOP_10_1, '    starts = [history.index(m) for m in history if m["role"] == "assistant"]\n'
+                   "    head = list(history[:starts[0]] if starts else history)\n"
+                   "    return head, [history[a:b] for a, b in zip(starts, starts[1:] + [len(history)])]")],
+      "steps found with history.index()"),
+    W("10.1", "a tuple", [("isinstance(history, list)", "isinstance(history, (list, tuple))")], "a tuple let through"),
+    W("10.1", "the message names history[2]", [('f"history[{i}] is not a message', 'f"this is not a message')],
+      "the position not said"),
     # ---- 10.2 the classic steps[-0:]; the question forgotten; notes taken for the user; True is an int; messages
     W("10.2", "keep 0: the question stays", [("steps[first:]", "steps[-keep:]")], "steps[-keep:]"),
     W("10.2", "the question moves up", [("pinned = [said[-1][1]] if said and said[-1][0] < first else []",
                                          "pinned = []")], "no pinned question"),
     W("10.2", "an observation is not the user's", [('notes = ("Observation: ", "Your reply could not be used")',
                                                     'notes = ("Observation: ",)')], "one note forgotten"),
+    W("10.2", "an observation is not the user's", [('notes = ("Observation: ", "Your reply could not be used")',
+                                                    'notes = ("Your reply could not be used",)')],
+      "an observation taken for the question"),
     W("10.2", "keep=True", [("type(keep) is not int", "not isinstance(keep, int)")], "isinstance lets True in"),
     W("10.2", "every result follows its call", BY_MESSAGES_10_2, "cut by messages"),
     W("10.2", "the stand-in accepts every window", BY_MESSAGES_10_2, "cut by messages"),
@@ -538,6 +622,10 @@ WRONG = [
     W("10.3", "'task-management' is no key", [(r'r"\b(?:sk-', 'r"(?:sk-')], "no \\b before the prefix"),
     W("10.3", "500 characters, spaces around", [(COLLAPSE_10_3, ""), (TOO_LONG_10_3, TOO_LONG_10_3 + COLLAPSE_10_3)],
       "measured before collapsing"),
+    W("10.3", "sk- and 11 characters is fine", [("[A-Za-z0-9_-]{12,}", "[A-Za-z0-9_-]{11,}")], "11 are enough"),
+    W("10.3", "SK- in capitals is fine", [("[A-Za-z0-9_-]{12,}\", text)", "[A-Za-z0-9_-]{12,}\", text, re.I)")],
+      "prefixes in any case"),
+    W("10.3", "a CamelCase name (no digit) is fine", [(' and re.search("[0-9]", run)', "")], "no digit needed"),
     # ---- 10.4 LIKE's wildcards; SQL built from words split at spaces; oldest first; True as a limit; every word used;
     # the query in the no-match text; the limit before ranking; counted in Python with case, or every occurrence;
     # repeated words dropped
@@ -551,7 +639,12 @@ WRONG = [
     W("10.4", "at most 10 words are used", [("query)[:10]", "query)")], "every word used"),
     W("10.4", "no match: the words, not the query", [("No memory matches '{' '.join(words)}'.",
                                                       "No memory matches '{query}'.")], "the query quoted"),
-    W("10.4", "limit=1: the best, not the newest",
+    W("10.4", "limit=1: the best of all",
+      [(RANKED_10_4, '    rows = sql(db, f"SELECT id, text FROM notes WHERE {hits} > 0 LIMIT ?",\n'
+                     "               [*patterns, limit]).fetchall()\n"
+                     "    rows.sort(key=lambda row: (-sum(w.lower() in row[1].lower() for w in words), -row[0]))")],
+      "the oldest cut, then ranked"),
+    W("10.4", "limit=1: the best of all",
       [(RANKED_10_4, '    rows = sql(db, f"SELECT id, text FROM notes WHERE {hits} > 0 ORDER BY id DESC LIMIT ?",\n'
                      "               [*patterns, limit]).fetchall()\n"
                      "    rows.sort(key=lambda row: -sum(w.lower() in row[1].lower() for w in words))")],
@@ -575,6 +668,9 @@ WRONG = [
         "tokens = [w for doc in docs for w in doc]\n"
         "    floor = epsilon * sum(raw[w] for w in tokens) / len(tokens) if tokens else 0.0")],
       "the floor's mean over tokens"),
+    W("11.1", "every word common: a floor below 0",
+      [("floor = epsilon * sum(raw.values()) / len(raw) if raw else 0.0",
+        "floor = epsilon * abs(sum(raw.values()) / len(raw)) if raw else 0.0")], "abs() of the mean"),
     W("11.1", "a query word twice counts twice", [("for word in query_tokens:", "for word in dict.fromkeys(query_tokens):")],
       "the query deduplicated"),
     W("11.1", "more matches help less and less", [("f = count.get(word, 0)", "f = min(count.get(word, 0), 1)")],
@@ -620,8 +716,9 @@ WRONG = [
                                           "if isinstance(note, str) and len(note) <= 300 else None")],
       "measured before joining"),
     # ---- 11.3 the draft read as the verdict; "yes" taken for true; a later object given a second chance; a no
-    # without feedback; feedback kept on many lines; RecursionError let out; every brace tried; the whole reply
-    # read; only the first brace tried; str() or decode() of what is not text; <think> blocks cut out, or the first
+    # without feedback; feedback kept on many lines; RecursionError let out; every brace, or 51, tried; only decoded
+    # braces counted; the whole reply, or 20,001 characters, read; cut before the last </think>; feedback cut before
+    # joining; only the first brace tried; str() or decode() of what is not text; <think> blocks cut out, or the first
     # </think>; a yes's feedback not joined
     W("11.3", "a draft in <think> is not the verdict", [('text.rpartition("</think>")[2][:20_000]', "text[:20_000]")],
       "the draft read"),
@@ -635,8 +732,21 @@ WRONG = [
       "feedback on many lines"),
     W("11.3", "nested 100,000 deep", [("except (ValueError, RecursionError):", "except ValueError:")],
       "RecursionError let out"),
-    W("11.3", "60 empty objects first", [("        if tried == 50:\n            break\n", "")], "every brace tried"),
-    W("11.3", "after 20,000 characters", [("[2][:20_000]", "[2]")], "the whole reply read"),
+    W("11.3", "the 50th '{' is tried, the 51st is not", [("        if tried == 50:\n            break\n", "")],
+      "every brace tried"),
+    W("11.3", "the 50th '{' is tried, the 51st is not", [("if tried == 50:", "if tried > 50:")], "51 braces tried"),
+    W("11.3", "60 broken '{' first", [(r'enumerate(re.finditer(r"\{", text))', r're.finditer(r"\{", text)'),
+                                      ("    for tried, brace in", "    tried = 0\n    for brace in"),
+                                      ("            continue\n        if isinstance(value, dict)",
+                                       "            continue\n        tried += 1\n        if isinstance(value, dict)")],
+      "only decoded braces counted"),
+    W("11.3", "ending at character 20,000, or 20,001", [("[2][:20_000]", "[2]")], "the whole reply read"),
+    W("11.3", "ending at character 20,000, or 20,001", [("[:20_000]", "[:20_001]")], "20,001 characters"),
+    W("11.3", "a long draft, then the verdict", [('text.rpartition("</think>")[2][:20_000]',
+                                                  'text[:20_000].rpartition("</think>")[2]')],
+      "cut before the last </think> is found"),
+    W("11.3", "feedback after 1,000 spaces", [('" ".join(feedback.split())[:1000]', '" ".join(feedback[:1000].split())')],
+      "cut before joining the whitespace"),
     W("11.3", "skip objects without ok", [(r're.finditer(r"\{", text)', r'[m for m in [re.search(r"\{", text)] if m]')],
       "only the first brace tried"),
     W("11.3", "not text: None, 42, bytes", [("    if not isinstance(text, str) or not text.strip():\n",
@@ -658,7 +768,7 @@ WRONG = [
         '            feedback = " ".join(feedback.split())[:1000] if isinstance(feedback, str) else ""\n')],
       "a yes's feedback as it came"),
     # ---- 11.4 breadth first; the task with its newlines; no loop check; lists for tuples; calls unchecked; a missing
-    # task let through
+    # task let through; a task required on the top node; a tuple for calls
     W("11.4", "nested: depth first", [("            walk(call)\n", ""),
                                       ("    walk(tree)\n", '    level = [tree]\n    for node in level:\n'
                                                              '        walk(node)\n        level += node["calls"]\n')],
@@ -676,9 +786,16 @@ WRONG = [
       [('            if not isinstance(call.get("task"), str):\n'
         "                raise ValueError(f\"the call of {call['agent']!r} has no task text\")\n", "")],
       "a missing task let through"),
+    W("11.4", "the top node without a task", [(' \\\n                or not isinstance(node.get("calls"), list)',
+                                               ' \\\n                or not isinstance(node.get("calls"), list) '
+                                               'or not isinstance(node.get("task"), str)')],
+      "a task on the top node required"),
+    W("11.4", "calls as a tuple", [('isinstance(node.get("calls"), list)', 'isinstance(node.get("calls"), (list, tuple))')],
+      "a tuple for calls"),
     # ---- 12.1 Unicode forms (of the answer, of the check's texts); case; every number and how numbers are read
     # (commas, units, sums, a word after a number, a minus sign); the tolerance's edge and float slack; all vs any;
-    # re.match; None read as ""; a Match object; an unknown type passed over
+    # re.match; None read as ""; a Match object; an unknown type passed over; amounts added across other text; no
+    # answer decided before the check is checked
     W("12.1", "exact: decomposed Hangul (NFD)", NO_NFC_12_1, "no NFC"),
     W("12.1", "contains: decomposed Hangul (NFD)", NO_NFC_12_1, "no NFC"),
     W("12.1", "exact: the check's text decomposed (NFD)", CHECK_NOT_NORMALISED_12_1, "the check's text not NFC"),
@@ -713,8 +830,13 @@ WRONG = [
       "a Match object"),
     W("12.1", "an unknown type", [(' or check.get("type") not in ("exact", "number", "contains", "regex")', "")],
       "the type not checked"),
+    W("12.1", "number: 25만원이 아니라 5천원", [(" and not text[last[1]:m.start()].strip()", "")], "added across other text"),
+    W("12.1", "no check, and no answer", [('    if not isinstance(check, dict) or check.get("type")',
+                                          '    if answer is None:\n        return False\n'
+                                          '    if not isinstance(check, dict) or check.get("type")')],
+      "no answer decided first"),
     # ---- 12.2 pass^k as pass_rate ** k; any and all swapped; unequal repeats let through; truthy records; 0/0; an
-    # int 0 for no runs; a tuple taken for a list
+    # int 0 for no runs; a tuple taken for a list; a task that is not text
     W("12.2", "pass^k is not pass rate ** k",
       [('"k": counts.pop(),', '"k": (k := counts.pop()),'),
        ('"pass^k": sum(all(passed) for passed in by_task.values()) / tasks}',
@@ -736,6 +858,8 @@ WRONG = [
                                                  '"pass_rate": 0, "pass@k": 0, "pass^k": 0')], "int 0"),
     W("12.2", "a tuple, not a list", [("isinstance(results, list)", "isinstance(results, (list, tuple))")],
       "a tuple accepted"),
+    W("12.2", "a task that is not text", [('not isinstance(record.get("task"), str)', '"task" not in record')],
+      "any task value"),
     # ---- 12.3 a failed call counted as using the tool; a forbidden tool once per call; >= at the cap; the stop
     # reason ignored, or None taken for a finish; only working forbidden calls; True as steps; a task at odds
     # with itself
@@ -760,7 +884,7 @@ WRONG = [
       [("    if set(required) & set(forbidden):\n        raise ValueError(f\"a tool cannot be both required and "
         "forbidden: {sorted(set(required) & set(forbidden))}\")\n", "")], "a task at odds with itself"),
     # ---- 12.4 a vanished task ignored; the first run only; sorted or new's order; run by run instead of shares;
-    # any change instead of a drop; bad records
+    # any change instead of a drop; bad records; a tuple accepted; 0 and 1 for False and True; a task of None
     W("12.4", "a task that is gone", [("task not in after or after[task] < share",
                                        "task in after and after[task] < share")], "a vanished task ignored"),
     W("12.4", "repeats: 2 of 3, then 1 of 3", [("sum(passed) / len(passed)", "float(passed[0])")], "the first run only"),
@@ -777,8 +901,16 @@ WRONG = [
       "run by run"),
     W("12.4", "fixes are not regressions", [("after[task] < share", "after[task] != share")], "any change"),
     W("12.4", "passed is 'no'", [(RECORD_CHECK_12_4, "")], "records not checked"),
+    W("12.4", "a tuple, not a list", [("not isinstance(old, list) or not isinstance(new, list)",
+                                       "not isinstance(old, (list, tuple)) or not isinstance(new, (list, tuple))")],
+      "a tuple accepted"),
+    W("12.4", "passed is 0, not False", [('type(record.get("passed")) is not bool',
+                                          'not isinstance(record.get("passed"), int)')], "isinstance(passed, int)"),
+    W("12.4", "a task that is None", [('not isinstance(record.get("task"), str)', '"task" not in record')],
+      "any task value"),
     # ---- 13.1 truthiness for isError; only text; no newline between blocks; no structured fallback; embedded text
-    # lost; no type check; content null
+    # lost; no type check; content null; an empty structuredContent read as none; empty texts dropped; structured
+    # content preferred to the blocks
     W("13.1", "isError must be JSON true", [('result.get("isError") is True', 'bool(result.get("isError"))')],
       "truthiness"),
     W("13.1", "an image is named",
@@ -796,9 +928,18 @@ WRONG = [
                                 "a JSON object (a dict), not {json_type(result)}\")\n", "")], "no type check"),
     W("13.1", "content null", [('result.get("content") or []', 'result.get("content", [])')],
       'result.get("content", [])'),
+    W("13.1", "structured content {}", [('result.get("structuredContent") is not None', 'result.get("structuredContent")')],
+      "truthiness for structuredContent"),
+    W("13.1", "an empty text block is a piece", [('parts.append(block["text"])',
+                                                  'parts += [block["text"]] if block["text"] else []')],
+      "empty texts dropped"),
+    W("13.1", "text blocks before structured content",
+      [("if not parts and result", "if result"),
+       ('parts.append(json.dumps(result["structuredContent"], ensure_ascii=False))',
+        'parts = [json.dumps(result["structuredContent"], ensure_ascii=False)]')], "structured content preferred"),
     # ---- 13.2 answering a notification; an unknown tool as a result; the wrong code; arguments required; a fixed
     # id; no version check; null arguments read as {}; a null id accepted; a notification decided before the
-    # message is checked
+    # message is checked; True taken for an id
     W("13.2", "a notification gets no answer", [('    if "id" not in message:\n        return None   # a notification: '
                                                  'no answer\n', ""),
                                                 ('"id": message["id"], "result"', '"id": message.get("id"), "result"')],
@@ -822,10 +963,12 @@ WRONG = [
                                                '    if "id" not in message:\n        return None\n'
                                                '    method, params = message.get("method"), message.get("params")\n')],
       "a notification decided first"),
+    W("13.2", "true is no id", [('type(message["id"]) not in (int, str)', 'not isinstance(message["id"], (int, str))')],
+      "isinstance lets True in"),
     # ---- 13.3 True as an integer; 2.0 refused; only the first problem; extras allowed; arrays unchecked; a type
     # mismatch checked on; a digit string as an integer; additionalProperties only beside properties, or a schema
     # read as false or ignored; minimum and maximum applied to booleans; enum by type (2.0 is not 2) or by Python's
-    # == (True is 1)
+    # == (True is 1); value == int(value) for the integer test (inf crashes it); minimum exclusive
     W("13.3", "true is not an integer", [("return type(value) is int or", "return isinstance(value, int) or"),
                                          ("return type(value) in (int, float)\n",
                                           "return type(value) in (int, float, bool)\n")], "True taken for a number"),
@@ -864,6 +1007,8 @@ WRONG = [
       "bounds on booleans"),
     W("13.3", "2.0 is 2 in an enum", [(SAME_13_3, "value == v and type(value) is type(v)")], "enum by type"),
     W("13.3", "true is not 1 in an enum", [(SAME_13_3, "value == v")], "enum by Python's =="),
+    W("13.3", "infinity is not an integer", [("value.is_integer()", "value == int(value)")], "value == int(value)"),
+    W("13.3", "at the minimum", [('value < schema["minimum"]', 'value <= schema["minimum"]')], "minimum exclusive"),
 ]
 
 

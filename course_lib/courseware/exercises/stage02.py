@@ -68,6 +68,16 @@ def into_existing(make) -> list[str]:
     return list(registry)
 
 
+def two_decorators(make):
+    """Two decorators on two fresh registries: shout into the first, shout and whisper into the second."""
+    first, second = {}, {}
+    tool_a, tool_b = make(first), make(second)
+    tool_a(shout)
+    tool_b(shout)
+    tool_b(whisper)
+    return list(first), list(second)
+
+
 def plain_call(make):
     """``tool(shout, name="loud")`` on a fresh registry: (the names stored, what came back)."""
     registry: dict = {}
@@ -97,6 +107,8 @@ EXERCISES = {
         Case("not callable, named 'finish'", lambda f: f({}, 42, "finish"), raises=TypeError,
              hint="check callable(func) first, as step 1 of the text says: the name comes after"),
         Case("name 'word count'", lambda f: f({}, count_words, "word count"), raises=ValueError, hint=NAME_HINT),
+        Case("name 'calc\\n' (a newline at the end)", lambda f: f({}, count_words, "calc\n"), raises=ValueError,
+             hint="fullmatch: a pattern ending in $ still matches before a final newline, so re.match(p + '$') fails"),
         Case("name 42 (not text)", lambda f: f({}, count_words, 42), raises=ValueError,
              hint="a name that is not a str is an invalid name: check isinstance(name, str) before fullmatch"),
         Case("a lambda needs a name", lambda f: f({}, lambda text: text), raises=ValueError,
@@ -127,8 +139,9 @@ EXERCISES = {
         Case("args '24*7' (not a dict)", lambda f: f(toolbox(), "calculator", "24*7"), raises=ToolError,
              hint=ARGS_HINT),
         Case("args None", lambda f: f(toolbox(), "calculator", None), raises=ToolError, hint=ARGS_HINT),
-        Case("the tool's own ToolError", lambda f: f(toolbox(), "lookup", {"topic": "discount"}), raises=ToolError,
-             hint="do not catch what the tool raises: its ToolError goes through unchanged"),
+        Case("the tool's own ToolError", lambda f: outcome(lambda: f(toolbox(), "lookup", {"topic": "discount"})),
+             expected=outcome(lambda: lookup(topic="discount")),
+             hint="do not catch what the tool raises: its ToolError goes through unchanged, message and all"),
         Case("a ToolRegistry works too", lambda f: f(ToolRegistry([calculator]), "calculator", {"expression": "2+2"}),
              expected="4", hint="use only `in` and [name], which every mapping has"),
     ]),
@@ -148,12 +161,17 @@ EXERCISES = {
              expected=["shout", "quiet"], hint="each use of the decorator adds one tool to the same registry"),
         Case("writes into the given dict", into_existing, expected=["calculator", "shout"],
              hint="add to the registry you were given; do not make a copy"),
+        Case("two decorators, two registries", two_decorators, expected=(["shout"], ["shout", "whisper"]),
+             hint="keep no global state: each tool writes into, and checks, only the registry it was made for"),
         Case("duplicate name, @tool(name=...)", lambda make: decorated(make, None, "shout"), raises=ValueError,
              hint=DUPLICATE_HINT),
         Case("duplicate name, bare @tool", lambda make: decorated(make, "whisper", None), raises=ValueError,
              hint="the bare @tool form must refuse a name that is already taken too"),
         Case("@tool('loud'): not keyword", lambda make: make({})("loud"), raises=TypeError,
              hint="a positional argument that is not callable is a mistake: raise TypeError"),
+        Case("the TypeError shows @tool(name=", lambda make: outcome(lambda: make({})("loud")),
+             test=lambda m: m.startswith("TypeError") and "@tool(name=" in m, shows="TypeError naming @tool(name=…)",
+             hint="the message shows the right spelling, for example: write @tool(name=\"loud\")"),
         Case("tool(42): not callable", lambda make: make({})(42), raises=TypeError,
              hint="refuse anything positional that is not callable (callable(func)), not only text"),
     ]),

@@ -33,37 +33,30 @@ def plan_trip(city: str, travellers: list[str], nights: int = 1, budget: float =
 
 def shout(text: str) -> str:
     """Return the text in capitals."""
-    return text.upper()
 
 
 def stringly(city: "str", nights: "int" = 2) -> "str":   # noqa: UP037 - annotations stored as text
     """Book a hotel (its annotations are strings, as under `from __future__ import annotations`)."""
-    return city
 
 
 def untyped(city, nights: int = 1) -> str:
     """Estimate a hotel bill."""
-    return city
 
 
 def flexible(*names: str) -> str:
     """Greet everyone."""
-    return ", ".join(names)
 
 
 def binary(data: bytes) -> str:
     """Count bytes."""
-    return str(len(data))
 
 
 def repeat(text: str, times: int) -> str:
     """Repeat a text (an int without a default, to see that plan_trip's nights=1 did not stick to int)."""
-    return " ".join([text] * times)
 
 
 def tagged(tags: list[str] = {"a"}) -> str:   # noqa: B006 - a default that JSON cannot write, on purpose
     """Tag something."""
-    return ""
 
 
 # ---------------------------------------------------------------- sample docstrings for 03.3
@@ -78,6 +71,7 @@ KOREAN = "단가를 찾는다.\n\nArgs:\n    topic: 찾을 주제, 예: 단가.\
 # A raw func.__doc__ keeps the indentation of the source (Python 3.13 strips it: so it is written out here).
 INDENTED = ("Plan a stay.\n\n    Args:\n        days: how many days,\n            counting the day you arrive.\n\n"
             "        city: where to stay.\n\n    Returns:\n        a plan.\n    ")
+PROSE = "Convert an amount.\n\nArgs marked optional may be left out.\n\nArgs:\n    amount: how much.\n"
 
 # ---------------------------------------------------------------- sample tool sets for 03.4
 def lookup_vague(topic: str) -> str:
@@ -86,7 +80,6 @@ def lookup_vague(topic: str) -> str:
     Args:
         topic: what to look up.
     """
-    return topic
 
 
 def search_vague(query: str) -> str:
@@ -95,7 +88,6 @@ def search_vague(query: str) -> str:
     Args:
         query: a word to look for.
     """
-    return query
 
 
 def lookup_clear(topic: str) -> str:
@@ -104,7 +96,6 @@ def lookup_clear(topic: str) -> str:
     Args:
         topic: the fact to look up, for example "단가".
     """
-    return topic
 
 
 def search_clear(query: str) -> str:
@@ -113,7 +104,6 @@ def search_clear(query: str) -> str:
     Args:
         query: a word to look for, for example "출장".
     """
-    return query
 
 
 def weather(city: str) -> str:
@@ -122,7 +112,6 @@ def weather(city: str) -> str:
 
 def blank(city: str) -> str:
     """   """
-    return city
 
 
 def discount(price: float, percent: float) -> str:
@@ -131,7 +120,6 @@ def discount(price: float, percent: float) -> str:
     Args:
         percent: the discount, for example 10 for 10%.
     """
-    return str(price)
 
 
 def convert(amount: float, currency: str = "USD") -> str:
@@ -142,7 +130,6 @@ def convert(amount: float, currency: str = "USD") -> str:
         currency: the currency to convert into.
         rate: the exchange rate to use.
     """
-    return str(amount)
 
 
 def price(item: str) -> str:
@@ -151,7 +138,6 @@ def price(item: str) -> str:
     Args:
         item: the product.
     """
-    return item
 
 
 def total(expression: str) -> str:
@@ -160,7 +146,6 @@ def total(expression: str) -> str:
     Args:
         expression: the sum, for example "24*7".
     """
-    return expression
 
 
 def shout_loud(text: str) -> str:
@@ -169,7 +154,6 @@ def shout_loud(text: str) -> str:
     Args:
         text: the text.
     """
-    return text.upper()
 
 
 def book(city: str) -> str:
@@ -178,12 +162,18 @@ def book(city: str) -> str:
     Args:
         city: 도시 이름, 예: 부산.
     """
-    return city
 
 
 def now() -> str:
     """Return the current time in Seoul."""
-    return "12:00"
+
+
+def clients() -> str:
+    """고객 데이터베이스를 보여준다."""
+
+
+def orders() -> str:
+    """주문 데이터베이스를 보여준다."""
 
 
 ENUM_HINT = "Literal[...] becomes {'enum': [its values]}: typing.get_args gives them"
@@ -267,6 +257,8 @@ EXERCISES = {
         Case("a raw, indented __doc__", lambda f: f(INDENTED),
              expected={"days": "how many days, counting the day you arrive.", "city": "where to stay."},
              hint="measure indentation from the Args: line (here 4 spaces), and skip blank lines"),
+        Case("a prose line that starts with Args", lambda f: f(PROSE), expected={"amount": "how much."},
+             hint="the section starts at the line that is exactly 'Args:' once stripped, not one that starts with Args"),
         Case("no Args: section", lambda f: f("Return the time."), expected={},
              hint="no line that is exactly 'Args:' once stripped: return {}"),
         Case("no docstring (None)", lambda f: f(None), expected={}, hint="treat None like an empty docstring"),
@@ -300,6 +292,12 @@ EXERCISES = {
         Case("SEARCH sounds like Search", lambda f: f({"search_docs": search_vague, "shout": shout_loud}),
              expected=["search_docs: say when to use shout instead", "shout: say when to use search_docs instead"],
              hint="compare the words in lower case"),
+        Case("SEARCH does not name search", lambda f: f({"search": search_vague, "shout": shout_loud}),
+             expected=["search: say when to use shout instead", "shout: say when to use search instead"],
+             hint="the name exactly as written: no re.IGNORECASE, so SEARCH does not name the tool search"),
+        Case("Korean words count", lambda f: f({"clients": clients, "orders": orders}),
+             expected=["clients: say when to use orders instead", "orders: say when to use clients instead"],
+             hint="a word is 5+ letters of any script: re.findall(r'[^\\W\\d_]{5,}', ...), not [a-z]"),
         Case("in the dict's order", lambda f: f({"weather": weather, "lookup": lookup_vague, "search_docs": search_vague}),
              expected=["weather: no description", "lookup: say when to use search_docs instead",
                        "search_docs: say when to use lookup instead"],

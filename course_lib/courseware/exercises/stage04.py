@@ -104,6 +104,8 @@ EXERCISES = {
              shows="ok=False with an error", hint="the draft is not the answer: report that no action was found"),
         Case("two <think> blocks", lambda f: _said(f(f"<think>a</think>\n{TIMES}\n<think>{DRAFT}</think>")),
              expected=SAYS_TIMES, hint="each block ends at its OWN </think> (a greedy match eats the action)"),
+        Case("two blocks side by side", lambda f: _said(f(f"<think>a</think><think>{DRAFT}</think>\n{PRICE}")),
+             expected=SAYS_PRICE, hint="remove EVERY closed block, not only the first: loop, or re.sub without count=1"),
         Case("<think> over many lines", lambda f: _said(f(f"<think>\nfirst {DRAFT}\nno wait\n</think>\n{PRICE}")),
              expected=SAYS_PRICE, hint="a block can span lines (regex: re.DOTALL)"),
         Case("missing args", lambda f: _said(f('{"tool": "list_files"}')), expected="list_files {}",

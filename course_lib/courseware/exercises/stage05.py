@@ -1,6 +1,7 @@
 """Stage 05 exercises: a JSON type check, argument names from the signature, results as text, a safe dispatch."""
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import Literal, Optional
 
@@ -52,8 +53,9 @@ def _circular() -> dict:
 
 
 def _message(*words):
-    """A test: a non-empty str containing every one of `words`."""
-    return lambda got: isinstance(got, str) and bool(got.strip()) and all(w in got for w in words)
+    """A test: a non-empty str containing every one of `words` as a whole word ('expr' is not in 'expression')."""
+    return lambda got: isinstance(got, str) and bool(got.strip()) and all(
+        re.search(rf"(?<!\w){re.escape(w)}(?!\w)", got) for w in words)
 
 
 def _cut(kept: int, cut: int):
@@ -114,7 +116,8 @@ EXERCISES = {
         Case("no args, all optional", lambda f: f(list_files, {}), expected=None,
              hint="{} is fine when every parameter has a default"),
         Case("misspelled name", lambda f: f(calculator, {"expr": "24*7"}), test=_message("expr", "expression"),
-             shows="names 'expr' and 'expression'", hint="name the unexpected argument AND the ones the tool takes"),
+             shows="names 'expr' and 'expression'",
+             hint="check unexpected names (step 2) before missing ones; name 'expr' AND the names the tool takes"),
         Case("two unexpected names", lambda f: f(lookup, {"topic": "단가", "lang": "ko", "limit": 3}),
              test=_message("lang", "limit"), shows="names 'lang' and 'limit'",
              hint="name every unexpected argument, not only the first"),
@@ -172,8 +175,8 @@ EXERCISES = {
         Case("args not an object", lambda f: f(TOOLS, "calculator", "24*7"), test=_error(), shows=_err_shows(),
              hint="your check_call finds args that are not a dict: return its message as an error"),
         Case("true for an int", lambda f: f(TOOLS, "order_total", {"unit_price": 24, "quantity": True}),
-             test=_error("quantity"), shows=_err_shows("quantity"),
-             hint="check each value with your matches and typing.get_type_hints(func)"),
+             test=_error("quantity", "true"), shows=_err_shows("quantity", "true"),
+             hint="check each value with your matches; show the value as JSON (json.dumps: true), not True"),
         Case("a signature inspect cannot read", lambda f: f({**TOOLS, "max": max}, "max", {"a": 1}),
              test=_error(), shows=_err_shows(),
              hint="inspect.signature(max) raises ValueError: catch it around check_call and report an error"),

@@ -14,6 +14,7 @@ from ...parsing import parse_reply
 
 PRICE = SCENARIOS["price"]
 PRICE_ANSWER = json.loads(PRICE["replies"][-1])["args"]["answer"]
+DECODER = json.JSONDecoder()
 
 
 def act(tool: str, **args) -> str:
@@ -63,6 +64,14 @@ def same_reply(cls) -> str:
 
 
 # ---- 07.2 recovery_script
+def broken_json(reply) -> bool:
+    """An attempted action whose JSON does not decode: '"tool"' in it, and no JSON value at its first '{'."""
+    try:
+        return isinstance(reply, str) and '"tool"' in reply and not DECODER.raw_decode(reply, reply.index("{"))
+    except ValueError:   # raw_decode failed, or there is no '{' at all
+        return "{" in reply
+
+
 def recovery(f) -> dict:
     """What a run of the learner's script shows: stop reason, problems met, and whether it recovered."""
     script = f()
@@ -71,14 +80,15 @@ def recovery(f) -> dict:
     done = runs(agent)
     first_error = next((i for i, r in enumerate(done) if r.observation.is_error), None)
     unusable = [s.number for s in agent.trace if s.error and not s.runs and not s.error.startswith("model error")]
+    broken = [n for n in unusable if n <= len(script) and broken_json(script[n - 1])]   # step n: reply n
     failed = [s.number for s in agent.trace if any(r.observation.is_error for r in s.runs)]
     return {"stop": agent.stop_reason, "answer": agent.answer or "", "left": model.remaining,
-            "format_errors": sum(1 for s in agent.trace if s.error and not s.error.startswith("model error")),
+            "broken": len(broken),
             "tool_errors": sum(r.observation.is_error for r in done),
             "recovered": first_error is not None and any(not r.observation.is_error for r in done[first_error:]),
             "calc_168": any(r.tool == "calculator" and r.observation.content == "168" for r in done),
             "all_text": isinstance(script, list) and all(isinstance(r, str) for r in script),
-            "json_first": bool(unusable and failed and unusable[0] < failed[0])}
+            "json_first": bool(broken and failed and broken[0] < failed[0])}
 
 
 # ---- 07.3 retrying_model
@@ -150,28 +160,23 @@ def _hide(observation):
     return observation
 
 
-class CrashesOnToolErrors(Agent):
+class _Buggy(Agent):
+    """course_lib's Agent with a bug: its step cap moved by ``shift`` (None: no cap at all), or each of ``bugs``
+    run on every tool result before it goes back."""
+    shift, bugs = 0, ()
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.protocol = _Results(self.protocol, _crash)
+        self.max_steps = 1000 if self.shift is None else self.max_steps + self.shift
+        for bug in self.bugs:
+            self.protocol = _Results(self.protocol, bug)
 
 
-class HidesToolErrors(Agent):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.protocol = _Results(self.protocol, _hide)
-
-
-class IgnoresStepCap(Agent):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.max_steps = 1000
-
-
-class StopsOneStepEarly(Agent):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.max_steps -= 1
+CrashesOnToolErrors = type("CrashesOnToolErrors", (_Buggy,), {"bugs": (_crash,)})
+HidesToolErrors = type("HidesToolErrors", (_Buggy,), {"bugs": (_hide,)})
+IgnoresStepCap = type("IgnoresStepCap", (_Buggy,), {"shift": None})
+StopsOneStepEarly = type("StopsOneStepEarly", (_Buggy,), {"shift": -1})
+OneStepTooMany = type("OneStepTooMany", (_Buggy,), {"shift": 1})
 
 
 class IgnoresFinish(Agent):
@@ -179,12 +184,6 @@ class IgnoresFinish(Agent):
         if reason != "finish":
             return super()._stop(reason, answer)
         self.history.append({"role": "user", "content": "Observation: (finish ignored)"})   # the bug: it goes on
-
-
-class OneStepTooMany(Agent):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.max_steps += 1
 
 
 class SwallowsModelErrors(Agent):
@@ -235,6 +234,9 @@ EXERCISES = {
              hint="raise ModelError once the replies are used up"),
         Case("the failing call is recorded", failing_call_recorded, test=lambda n: n == 2, shows="2 calls recorded",
              hint="append the copy of messages first, then check whether a reply is left: every call counts"),
+        Case("the script stays intact", lambda Q: (lambda model: run(model) and model.replies)(Q(PRICE["replies"])),
+             expected=list(PRICE["replies"]),
+             hint="read self.replies[i] by the call's number; pop() and del change the script while it runs"),
         Case("a reply comes back unchanged", same_reply, expected="the same object",
              hint="return self.replies[i] as it is: no str() or Reply(...) around it"),
         Case("replies from a generator", lambda Q: run(Q(r for r in PRICE["replies"])).stop_reason,
@@ -245,8 +247,9 @@ EXERCISES = {
              hint="end with a finish reply within 6 steps"),
         Case("answer mentions 168", lambda f: recovery(f)["answer"], test=lambda a: "168" in a, shows="contains 168",
              hint="the answer of the finish reply must contain 168"),
-        Case("unusable replies (bad JSON)", lambda f: recovery(f)["format_errors"], test=lambda n: n >= 1,
-             shows="at least 1", hint="one reply must be broken JSON, e.g. a missing closing brace"),
+        Case("unusable replies (bad JSON)", lambda f: recovery(f)["broken"], test=lambda n: n >= 1,
+             shows="at least 1", hint='broken JSON: an action with "tool" in it that does not decode (drop a brace); '
+                                      "prose or valid JSON without a tool key is no broken JSON"),
         Case("failed tool calls", lambda f: recovery(f)["tool_errors"], test=lambda n: n >= 1, shows="at least 1",
              hint="call a tool with input it refuses: lookup an unknown topic, or 10/0"),
         Case("broken JSON comes first", lambda f: recovery(f)["json_first"], expected=True,

@@ -85,6 +85,8 @@ def results(f, calls=TOOLU, obs=OBS) -> dict:
 
 
 BROKEN = openai_message(("c1", "lookup", '{"topic": "단가"'))
+FALSY = openai_message(("c1", "lookup", "null"), ("c2", "lookup", "[]"), ("c3", "lookup", "0"))
+FLAGGED = [Observation("Error codes: E4 means a paper jam"), Observation("timed out after 30 s", is_error=True)]
 
 COUNT_HINT = "the numbers of calls and observations must match: raise ValueError"
 NO_ID_HINT = "every call needs an id (the API matches results to calls by id): raise ValueError when one is empty"
@@ -127,6 +129,9 @@ EXERCISES = {
              hint="each block: {'type': 'tool_result', 'tool_use_id': call.id, 'content': observation.content}"),
         Case("failed tool: is_error", lambda f: results(f)["content"][1].get("is_error"), expected=True,
              hint="add 'is_error': True to the block of a call whose observation.is_error is set"),
+        Case("is_error from the flag, not the text",
+             lambda f: [b.get("is_error") for b in results(f, obs=FLAGGED)["content"]], expected=[None, True],
+             hint="read observation.is_error: a result may start with 'Error' and be fine, an error may not"),
         Case("the stand-in server accepts it",
              lambda f: standin_problems("anthropic", [GOAL, tool_use_turn(TOOLU), results(f)]), expected=[],
              hint="'got' lists what the stand-in refused: one tool_result per tool_use id, in one user message"),
@@ -159,6 +164,10 @@ EXERCISES = {
              hint="None means no arguments too: json.loads(raw or '{}')"),
         Case("arguments already a dict", lambda f: call(f, openai_message(("c1", "lookup", {"topic": "배송"})))[0].args,
              expected={"topic": "배송"}, hint="Ollama sends the arguments as an object already: keep a dict as it is"),
+        Case("'null', '[]' and '0' are kept", lambda f: [c.args for c in call(f, FALSY)], expected=[None, [], 0],
+             hint="valid JSON is kept as it decodes, even when it is falsy: no `or {}` after json.loads"),
+        Case("only spaces: kept as text", lambda f: call(f, openai_message(("c1", "list_files", "  ")))[0].args,
+             expected="  ", hint="'  ' is neither empty nor valid JSON: keep the raw text, like broken JSON"),
         Case("valid JSON, not an object", lambda f: call(f, openai_message(("c1", "lookup", "[1, 2]")))[0].args,
              expected=[1, 2],
              hint="keep whatever valid JSON decodes to: the dispatcher tells the model it is no object"),

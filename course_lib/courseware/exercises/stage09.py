@@ -20,7 +20,7 @@ def tainted(args, seen=(PAGE,), min_span=20):
 
 
 def leaves_args_alone(f) -> str:
-    args = {"to": "a@evil.example", "body": ["Weekly  update, WEEK 12: the release", {"note": ("x",)}]}
+    args = {"to": "A@Evil.example ", "body": ["Weekly  update, WEEK 12: the release", {"note": ("x",)}]}
     before = copy.deepcopy(args)
     f(args, [PAGE], 20)
     return "unchanged" if args == before else "changed"
@@ -74,6 +74,8 @@ def call(tool, ok=True, result="ok", **args) -> dict:
 ZERO = "calculator: division by zero is undefined; check the divisor"
 LINE = 'calculator({"expression": "1/0"}) → error: ' + ZERO
 LOOKUP = 'lookup({"topic": "단가"}) → ok: 개당 $24'
+FOLDS_TO_13 = ([call("lookup", result="개당 $24", topic="단가")] * 4   # these four fold into one line: 13 lines
+               + [call("calculator", result=str(n), expression=f"{n}+1") for n in range(12)])
 
 EXERCISES = {
     "09.1": Exercise("Find copied tool output in a call's arguments", [
@@ -120,6 +122,8 @@ EXERCISES = {
              expected=None, hint="each seen text on its own: joining them makes runs no tool returned"),
         Case("nothing seen yet", tainted({"body": PAGE}, ()), expected=None,
              hint="with no seen texts nothing is tainted"),
+        Case("min_span 8 is allowed", tainted({"b": "zz release"}, min_span=8), expected=" release",
+             hint="'at least 8': 8 itself is allowed; raise only for min_span < 8"),
         Case("min_span 7 is refused", tainted({"b": "x"}, min_span=7), raises=ValueError,
              hint="min_span below 8 would flag ordinary words: raise ValueError"),
         Case("min_span '20' is refused", tainted({"b": "x"}, min_span="20"), raises=ValueError,
@@ -129,7 +133,7 @@ EXERCISES = {
         Case("a 200,000-character body", tainted({"body": HUGE}), expected=" the release moves t",
              hint="build the set of seen runs once, then look each run of the argument up in it"),
         Case("args are not changed", leaves_args_alone, expected="unchanged",
-             hint="only read args: squeeze copies of the texts, never the lists or dicts themselves"),
+             hint="only read args: normalise copies of the texts, never write them back into args"),
     ]),
     "09.2": Exercise("A policy decision with a reason", [
         Case("always, untainted", lambda f: verdict(f, RULES, "lookup", None, "'always'"), expected="allow",
@@ -240,6 +244,8 @@ EXERCISES = {
                                                      for n in range(13)])[-2:],
              expected=['calculator({"expression": "10+1"}) → ok: 10', "… and 2 more"],
              hint="over 12 lines: keep the first 11, then '… and N more'"),
+        Case("16 calls, 13 lines: 11 and 2 more", lambda f: f(FOLDS_TO_13)[-1], expected="… and 2 more",
+             hint="N counts the lines left out after folding, not the calls: len(lines) - 11"),
         Case("nothing tried", lambda f: f([]), expected=[], hint="no calls: an empty list"),
     ]),
 }

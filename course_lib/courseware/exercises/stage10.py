@@ -1,7 +1,6 @@
 """Stage 10 · memory and context: a history in whole steps, a window of the newest steps, and notes in SQLite."""
 from __future__ import annotations
 
-import contextlib
 import copy
 import sqlite3
 
@@ -53,6 +52,9 @@ TEXT = [SYSTEM, GOAL,   # the text protocol: every user message after the goal i
         says('{"tool": "calculator", "args": {"expression": "24*7"}}'), user("Observation: 168")]
 MOVED = CHAT[:8] + [asks(("c3", "calculator", {"expression": "24*12"})), result("c3", "288", "calculator"),
                     asks(("c4", "lookup", {"topic": "배송"})), result("c4", "Free shipping on orders over $500")]
+SAME = [SYSTEM, GOAL, says("ok"), TEXT[3], says("ok"), TEXT[7]]   # two equal replies: equal dicts, two steps
+NOTED = [SYSTEM, GOAL, CHAT[6], TWELVE] + TEXT[2:]   # the question, then three steps that end in the agent's notes
+HEAD, AT, AU = ["system", "user"], ["assistant", "tool"], ["assistant", "user"]   # roles of a head, of steps
 LONG = [SYSTEM, GOAL] + [m for n in range(10_000)
                          for m in (asks((f"x{n}", "lookup", {"topic": "단가"})), result(f"x{n}", "개당 $24"))]
 
@@ -60,10 +62,6 @@ LONG = [SYSTEM, GOAL] + [m for n in range(10_000)
 def on_copy(f, *args):
     """Call the learner's function on copies: a function that changes its input cannot spoil later cases."""
     return f(*copy.deepcopy(args))
-
-
-def roles(messages) -> list:
-    return [m["role"] for m in messages] if isinstance(messages, list) else messages
 
 
 KNOWN = [m for history in (CHAT, PARALLEL, TEXT, MOVED) for m in history]
@@ -87,19 +85,19 @@ def tag(m) -> str:
     return text if m in KNOWN else text + " (changed)"
 
 
-def tags(messages) -> list:
-    return [tag(m) for m in messages]
+def tags(messages) -> list:   # what is not a list stays as it is, for the table
+    return [tag(m) for m in messages] if isinstance(messages, list) else messages
 
 
 def window(f, history, keep) -> list:
     """What ``trim_steps`` kept, one tag per message."""
-    kept = on_copy(f, history, keep)
-    return [tag(m) for m in kept] if isinstance(kept, list) else kept
+    return tags(on_copy(f, history, keep))
 
 
 # ---- 10.1 group_steps
 def grouped(f, history) -> list:
     """[head roles, [step roles, ...]]: a readable shape of what ``group_steps`` returned."""
+    roles = lambda messages: [m["role"] for m in messages] if isinstance(messages, list) else messages
     head, steps = on_copy(f, history)
     return [roles(head), [roles(step) for step in steps]]
 
@@ -110,16 +108,22 @@ def untouched(f, history, *args) -> str:
     return "unchanged" if history == kept else "changed"
 
 
+def names_where(f, history, where: str) -> str:
+    try:
+        f(history)
+    except ValueError as e:
+        return f"names {where}" if where in str(e) else f"does not name {where}: {e}"[:70]
+    return "no ValueError"
+
+
 def joined_back(f) -> bool:
     head, steps = f(list(PARALLEL))
     return head + [m for step in steps for m in step] == PARALLEL
 
 
-def fresh_head(f) -> str:
-    history = [SYSTEM, GOAL]
-    head, _ = f(history)
-    head.append(user("a message added to the head"))
-    return "a new list" if len(history) == 2 else "the input list itself"
+def fresh(f, history, *args) -> str:   # a new list, or the input list itself (from group_steps: as the head)
+    got = f(history, *args)
+    return "the input list itself" if any(x is history for x in (got, *got[:1])) else "a new list"
 
 
 # ---- 10.2 trim_steps
@@ -151,11 +155,6 @@ def both_apis(f) -> list[str]:
     return problems
 
 
-def new_list(f) -> str:
-    history = list(CHAT)
-    return "a new list" if f(history, 99) is not history else "the input list itself"
-
-
 # ---- 10.3 remember and 10.4 recall: notes in SQLite (a database in memory: nothing is written to disk)
 def new_notes() -> sqlite3.Connection:
     db = sqlite3.connect(":memory:")
@@ -173,19 +172,13 @@ def remembering(f, *texts) -> list:
     return [f(db, text) for text in texts] + [saved(db)]
 
 
-def refused_saves_nothing(f) -> list[str]:
+def refusing(f) -> list:   # [does remember's refusal of KEY_TEXT repeat the key, the table after it]
     db = new_notes()
-    with contextlib.suppress(ToolError):
-        f(db, KEY_TEXT)
-    return saved(db)
-
-
-def refusal_text(f) -> str:
     try:
-        f(new_notes(), KEY_TEXT)
+        f(db, KEY_TEXT)
     except ToolError as e:
-        return "repeats the key" if KEY in str(e) else "does not repeat it"
-    return "no ToolError"
+        return ["repeats the key" if KEY in str(e) else "does not repeat it", saved(db)]
+    return ["no ToolError", saved(db)]
 
 
 KEY = "sk-proj-AbCdEf0123456789XyZ"   # shaped like an OpenAI key, made up
@@ -205,11 +198,10 @@ def recalling(query, limit=None, notes=NOTES):
     return call
 
 
-NEWEST = ["price of coffee", "price of tea", "price of milk"]
-BEST, ONCE, TWICE = ["Busan price list", "Busan weather"], ["Price: BUSAN", "busan, busan, busan"], ["price", "tea"]
+BEST = ["Busan weather", "Busan price list", "Busan tea"]   # the best match is neither the oldest nor the newest
+ONCE, TWICE = ["Price: BUSAN", "busan, busan, busan"], ["price", "tea"]
 WORDS_12 = "one two three four five six seven eight nine ten eleven twelve"
 REMEMBERED = "Remembered as #1."
-PARAMETER_HINT = "pass the text as a parameter: db.execute('... VALUES (?)', (text,)), never inside the SQL"
 SECRET_HINT = "refuse text with a key prefix (sk-, ghp_, AKIA) followed by 12+ letters, digits, _ or -"
 RUN_HINT = "refuse a run of 32+ characters from A-Za-z0-9+/_=- that mixes upper case, lower case and digits"
 
@@ -219,38 +211,39 @@ MAY_USE = {"10.2": {"split_steps"}}
 EXERCISES = {
     "10.1": Exercise("A history in whole steps", [
         Case("a chat: head and steps", lambda f: grouped(f, CHAT),
-             expected=[["system", "user"], [["assistant", "tool"], ["assistant", "tool"], ["assistant", "user"],
-                                            ["assistant", "tool"], ["assistant", "user"]]],
+             expected=[HEAD, [AT, AT, AU, AT, AU]],
              hint="each step starts at an assistant message and runs up to the next one"),
         Case("two results in one step", lambda f: grouped(f, PARALLEL),
-             expected=[["system", "user"], [["assistant", "tool", "tool"], ["assistant", "tool"],
-                                            ["assistant", "user"]]],
+             expected=[HEAD, [["assistant", "tool", "tool"], AT, AU]],
              hint="every message after an assistant message belongs to its step, up to the next assistant"),
-        Case("text protocol: notes stay in their step", lambda f: grouped(f, TEXT),
-             expected=[["system", "user"], [["assistant", "user"]] * 3],
+        Case("text protocol: notes stay in their step", lambda f: grouped(f, TEXT), expected=[HEAD, [AU] * 3],
              hint="an observation or a correction is a user message: it joins the step before it"),
-        Case("no assistant message yet", lambda f: grouped(f, [SYSTEM, GOAL]), expected=[["system", "user"], []],
+        Case("two equal replies ('ok')", lambda f: grouped(f, SAME), expected=[HEAD, [AU, AU]],
+             hint="equal messages are still two messages: no history.index(m), which finds the first equal one"),
+        Case("no assistant message yet", lambda f: grouped(f, [SYSTEM, GOAL]), expected=[HEAD, []],
              hint="with no assistant message, everything is the head and there are no steps"),
-        Case("starts with an assistant", lambda f: grouped(f, CHAT[2:6]),
-             expected=[[], [["assistant", "tool"], ["assistant", "tool"]]],
+        Case("starts with an assistant", lambda f: grouped(f, CHAT[2:6]), expected=[[], [AT, AT]],
              hint="the head is what comes before the first assistant message: here nothing"),
         Case("an empty history", lambda f: on_copy(f, []), expected=([], []), hint="return ([], []): a tuple"),
         Case("the same messages, in order", joined_back, expected=True,
              hint="head + all steps joined must give back the history, message for message"),
         Case("the history is not changed", lambda f: untouched(f, copy.deepcopy(CHAT)), expected="unchanged",
              hint="only read the history: build new lists"),
-        Case("a new head list", fresh_head, expected="a new list",
+        Case("a new head list", lambda f: fresh(f, [SYSTEM, GOAL]), expected="a new list",
              hint="return a copy, e.g. list(history[:first]): the caller may change what you return"),
         Case("a long chat (20,002 messages)", lambda f: len(f(LONG)[1]), expected=10_000,
              hint="one pass over the history: no history.index() or slicing inside the loop"),
         Case("not a list", lambda f: f("system: hi"), raises=ValueError, hint="a history is a list: raise ValueError"),
         Case("None", lambda f: f(None), raises=ValueError, hint="not a list: raise ValueError"),
+        Case("a tuple", lambda f: f(tuple(CHAT)), raises=ValueError, hint="a history is a list, not a tuple"),
         Case("a message without a role", lambda f: f([SYSTEM, {"content": "hi"}]), raises=ValueError,
              hint="every message needs a 'role': raise ValueError"),
         Case("the role 'robot'", lambda f: f([SYSTEM, GOAL, {"role": "robot", "content": "beep"}]),
              raises=ValueError, hint="the roles are system, user, assistant and tool: anything else is ValueError"),
         Case("a string among the messages", lambda f: f([SYSTEM, GOAL, "assistant: hi"]), raises=ValueError,
              hint="every item must be a dict: check isinstance(m, dict) before m.get('role')"),
+        Case("the message names history[2]", lambda f: names_where(f, [SYSTEM, GOAL, {"role": None}], "history[2]"),
+             expected="names history[2]", hint="say where the bad message is: f'history[{i}] ...'"),
     ]),
     "10.2": Exercise("A window of whole steps", [
         Case("keep 1", lambda f: window(f, CHAT, 1), expected=tags(CHAT[:2] + CHAT[-2:]),
@@ -260,13 +253,13 @@ EXERCISES = {
         Case("keep more than there are", lambda f: window(f, CHAT, 9), expected=tags(CHAT),
              hint="nothing to drop: the same messages as the history"),
         Case("keep 0: the question stays", lambda f: window(f, CHAT, 0), expected=tags(CHAT[:2] + [TWENTY]),
-             hint="keep=0 drops every step (careful: steps[-0:] is the whole list), but the user's latest "
-                  "message stays, right after the head"),
+             hint="keep=0 drops every step (careful: steps[-0:] is the whole list), but the user's question stays"),
         Case("the question moves up", lambda f: window(f, MOVED, 1), expected=tags(MOVED[:2] + [TWELVE] + MOVED[-2:]),
              hint="the user's latest message is in a dropped step: put it right after the head"),
         Case("kept in its step: not twice", lambda f: window(f, MOVED, 3), expected=tags(MOVED[:2] + MOVED[6:]),
              hint="when the step holding the user's latest message is kept, do not add it again"),
-        Case("an observation is not the user's", lambda f: window(f, TEXT, 1), expected=tags(TEXT[:2] + TEXT[-2:]),
+        Case("an observation is not the user's", lambda f: window(f, NOTED, 1),
+             expected=tags(NOTED[:2] + [TWELVE] + NOTED[-2:]),
              hint="'Observation: ...' and 'Your reply could not be used...' are the agent's notes, not the user's"),
         Case("every result follows its call", every_window_keeps_the_protocol, expected=[],
              hint="'got' lists the broken windows: keep whole steps, so no tool result loses its call"),
@@ -274,7 +267,7 @@ EXERCISES = {
              hint="'got' is what the local stand-in server refused, in the APIs' words"),
         Case("the history is not changed", lambda f: untouched(f, copy.deepcopy(MOVED), 1), expected="unchanged",
              hint="build a new list; never pop or del from the history"),
-        Case("a new list, even with nothing to drop", new_list, expected="a new list",
+        Case("a new list, even with nothing to drop", lambda f: fresh(f, list(CHAT), 99), expected="a new list",
              hint="return a copy, e.g. head + kept: the caller may change it"),
         Case("keep=-1", lambda f: on_copy(f, CHAT, -1), raises=ValueError, hint="keep must be 0 or more"),
         Case("keep=True", lambda f: on_copy(f, CHAT, True), raises=ValueError,
@@ -297,19 +290,25 @@ EXERCISES = {
         Case("Korean round-trips", lambda f: remembering(f, "부산 사무소는 해운대에 있다")[-1],
              expected=["부산 사무소는 해운대에 있다"], hint="store the text itself; sqlite3 keeps Unicode as it is"),
         Case("SQL in the note is only text", lambda f: remembering(f, NOTES[-1]), expected=[REMEMBERED, [NOTES[-1]]],
-             hint=PARAMETER_HINT),
+             hint="pass the text as a parameter: db.execute('... VALUES (?)', (text,)), never inside the SQL"),
         Case("an OpenAI-style key", lambda f: f(new_notes(), KEY_TEXT), raises=ToolError, hint=SECRET_HINT),
         Case("an AWS access key id", lambda f: f(new_notes(), "AKIAIOSFODNN7EXAMPLE is the access key"),
              raises=ToolError, hint=SECRET_HINT),
         Case("a long token of mixed characters", lambda f: f(new_notes(), "secret=dGhpcyBpcyBhIHZlcnkgc2VjcmV0IDEy"),
              raises=ToolError, hint=RUN_HINT),
-        Case("the refusal does not repeat the key", refusal_text, expected="does not repeat it",
+        Case("the refusal does not repeat the key", lambda f: refusing(f)[0], expected="does not repeat it",
              hint="say why it was refused without quoting the text: the message goes back to the model"),
-        Case("a refused note is not saved", refused_saves_nothing, expected=[], hint="check first, insert after"),
+        Case("a refused note is not saved", lambda f: refusing(f)[1], expected=[], hint="check first, insert after"),
         Case("naming OPENAI_API_KEY is fine", lambda f: remembering(f, "The key is in OPENAI_API_KEY.")[0],
              expected=REMEMBERED, hint="where a key is kept is worth remembering: only the key itself is refused"),
         Case("a commit hash is fine", lambda f: remembering(f, f"fixed in {COMMIT}")[0],
              expected=REMEMBERED, hint="a run needs upper case, lower case AND digits to look like a key"),
+        Case("sk- and 11 characters is fine", lambda f: remembering(f, "The docs use sk-test-000001.")[0],
+             expected=REMEMBERED, hint="at least 12 characters after the prefix: 11 are not enough, {12,}"),
+        Case("SK- in capitals is fine", lambda f: remembering(f, "Order SK-2024-0001234 shipped.")[0],
+             expected=REMEMBERED, hint="the prefixes are sk-, ghp_ and AKIA exactly as written: no re.I"),
+        Case("a CamelCase name (no digit) is fine", lambda f: remembering(f, "See AbstractSingletonProxyFactoryBean.")[0],
+             expected=REMEMBERED, hint="a run needs upper case, lower case AND a digit to look like a key"),
         Case("'task-management' is no key", lambda f: remembering(f, "The task-management-tool meeting moved.")[0],
              expected=REMEMBERED, hint="a prefix counts only at the start of a word: \\bsk- in a regular expression"),
         Case("500 characters, spaces around", lambda f: remembering(f, "  " + "x" * 500 + "  ")[0],
@@ -330,10 +329,10 @@ EXERCISES = {
         Case("more words matched first", recalling("Busan price"),
              expected="\n".join(["#4: " + NOTES[3], "#2: " + NOTES[1], "#1: " + NOTES[0]]),
              hint="count the words each note matches; most first"),
-        Case("newest first among equals", recalling("price", notes=NEWEST),
-             expected="#3: price of milk\n#2: price of tea\n#1: price of coffee",
+        Case("newest first among equals", recalling("price", notes=["coffee price", "tea price", "milk price"]),
+             expected="#3: milk price\n#2: tea price\n#1: coffee price",
              hint="same number of words matched: the highest id first"),
-        Case("limit=1: the best, not the newest", recalling("Busan price", 1, notes=BEST), expected="#1: " + BEST[0],
+        Case("limit=1: the best of all", recalling("Busan price", 1, notes=BEST), expected="#2: " + BEST[1],
              hint="at most `limit` lines, the best: rank every match first (most words, then newest), then cut"),
         Case("each word once, in any case", recalling("busan price", notes=ONCE),
              expected=f"#1: {ONCE[0]}\n#2: {ONCE[1]}", hint="1 per word held, case ignored as in LIKE: busan ×3 is 1"),

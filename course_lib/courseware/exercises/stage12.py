@@ -41,8 +41,8 @@ def interleaved(pattern: dict[str, str]) -> list[dict]:
     return sorted(runs(pattern), key=lambda r: r["repeat"])
 
 
-def rates(f, results) -> dict:
-    return f(copy.deepcopy(results))
+def rates(results):
+    return lambda f: f(copy.deepcopy(results))
 
 
 def results_untouched(f) -> str:
@@ -100,8 +100,8 @@ def a_real_run(f) -> list:
 
 
 # ---- 12.4 regressions
-def compared(f, old, new) -> list:
-    return f(copy.deepcopy(old), copy.deepcopy(new))
+def compared(old, new):
+    return lambda f: f(copy.deepcopy(old), copy.deepcopy(new))
 
 
 def both_untouched(f) -> str:
@@ -159,6 +159,8 @@ EXERCISES = {
              hint="neighbouring amounts with falling units add up: 25만 then 5천 is 250,000 + 5,000 = 255,000"),
         Case("number: 5천 25만 does not", grading(WON, "5천 25만"), expected=False,
              hint="only falling units add up (억, then 만, then 천): 5천 then 25만 are two amounts, 5,000 and 250,000"),
+        Case("number: 25만원이 아니라 5천원", grading(WON, "25만원이 아니라 5천원"), expected=False,
+             hint="amounts add up only with nothing but spaces between them: here '원이 아니라' stands in between"),
         Case("number: 3일 is 3", grading({"type": "number", "value": 3, "tolerance": 0.5}, "3일"), expected=True,
              hint="a number ends where the digits end, even with a letter right after it: '3일' holds the number 3"),
         Case("number: a minus sign", grading({"type": "number", "value": -4.5, "tolerance": 0}, "-4.5 degrees"),
@@ -197,40 +199,40 @@ EXERCISES = {
              hint="the types are exact, number, contains and regex: anything else is ValueError"),
         Case("a check that is not a dict", grading("exact", "x"), raises=ValueError,
              hint="check must be a dict with a 'type': else raise ValueError"),
+        Case("no check, and no answer", grading(None, None), raises=ValueError,
+             hint="check the check first: a bad one raises ValueError whatever the answer, None included"),
     ]),
     "12.2": Exercise("Pass rate, pass@k and pass^k", [
-        Case("one run per task", lambda f: rates(f, runs({"a": "✓", "b": "✗", "c": "✓", "d": "✓"})),
+        Case("one run per task", rates(runs({"a": "✓", "b": "✗", "c": "✓", "d": "✓"})),
              expected=row(4, 4, 1, 3 / 4, 3 / 4, 3 / 4), hint="with k=1 the three numbers are the same"),
-        Case("three repeats, one flaky task", lambda f: rates(f, runs(FLAKY)),
-             expected=row(9, 3, 3, 5 / 9, 2 / 3, 1 / 3),
+        Case("three repeats, one flaky task", rates(runs(FLAKY)), expected=row(9, 3, 3, 5 / 9, 2 / 3, 1 / 3),
              hint="pass@k: at least one of a task's k runs passed; pass^k: all k passed; then the share of tasks"),
-        Case("always passing", lambda f: rates(f, runs({"a": "✓✓", "b": "✓✓"})),
+        Case("always passing", rates(runs({"a": "✓✓", "b": "✓✓"})),
              expected=row(4, 2, 2, 1.0, 1.0, 1.0), hint="every run passed: every rate is 1.0"),
-        Case("the order of the runs", lambda f: rates(f, interleaved(FLAKY)),
-             expected=row(9, 3, 3, 5 / 9, 2 / 3, 1 / 3),
+        Case("the order of the runs", rates(interleaved(FLAKY)), expected=row(9, 3, 3, 5 / 9, 2 / 3, 1 / 3),
              hint="a concurrent suite returns runs in any order: group them by task first"),
-        Case("pass^k is not pass rate ** k", lambda f: rates(f, runs({"a": "✓✗", "b": "✓✗"}))["pass^k"],
+        Case("pass^k is not pass rate ** k", lambda f: rates(runs({"a": "✓✗", "b": "✓✗"}))(f)["pass^k"],
              expected=0.0, hint="neither task passed both of its runs: 0.0, whatever 0.5 ** 2 says"),
-        Case("Korean task ids", lambda f: rates(f, runs({"출장비": "✓", "환불": "✗"})),
+        Case("Korean task ids", rates(runs({"출장비": "✓", "환불": "✗"})),
              expected=row(2, 2, 1, 1 / 2, 1 / 2, 1 / 2), hint="a task id is any text"),
         Case("records from run_suite", real_runs, expected=row(8, 4, 2, 1.0, 1.0, 1.0),
              hint="real records hold more keys (steps, cost, transcript): use 'task' and 'passed' only"),
-        Case("no runs", lambda f: rates(f, []), expected=row(0, 0, 0, 0.0, 0.0, 0.0),
+        Case("no runs", rates([]), expected=row(0, 0, 0, 0.0, 0.0, 0.0),
              hint="an empty list: zeros everywhere (0.0 for the rates), not a ZeroDivisionError"),
-        Case("no runs: the rates are floats", lambda f: {k: type(v).__name__ for k, v in rates(f, []).items()},
+        Case("no runs: the rates are floats", lambda f: {k: type(v).__name__ for k, v in rates([])(f).items()},
              expected={"runs": "int", "tasks": "int", "k": "int", "pass_rate": "float", "pass@k": "float",
                        "pass^k": "float"},
              hint="the rates are floats even for no runs: 0.0, not 0 (runs, tasks and k stay whole numbers)"),
         Case("the runs are not changed", results_untouched, expected="unchanged", hint="only read the records"),
-        Case("unequal repeats", lambda f: rates(f, runs({"a": "✓✓✓", "b": "✓✓"})), raises=ValueError,
+        Case("unequal repeats", rates(runs({"a": "✓✓✓", "b": "✓✓"})), raises=ValueError,
              hint="pass^k compares tasks on equal terms: every task needs the same number of runs, else ValueError"),
-        Case("passed is 1, not True", lambda f: rates(f, [run("a", 1)]), raises=ValueError, hint=RECORD_HINT),
-        Case("passed is 'yes'", lambda f: rates(f, [run("a", "yes")]), raises=ValueError, hint=RECORD_HINT),
-        Case("a run without a task", lambda f: rates(f, [run("a", True), {"passed": True}]), raises=ValueError,
-             hint=RECORD_HINT),
-        Case("not a list", lambda f: rates(f, {"task": "a", "passed": True}), raises=ValueError,
+        Case("passed is 1, not True", rates([run("a", 1)]), raises=ValueError, hint=RECORD_HINT),
+        Case("passed is 'yes'", rates([run("a", "yes")]), raises=ValueError, hint=RECORD_HINT),
+        Case("a run without a task", rates([run("a", True), {"passed": True}]), raises=ValueError, hint=RECORD_HINT),
+        Case("a task that is not text", rates([run("a", True), run(7, True)]), raises=ValueError, hint=RECORD_HINT),
+        Case("not a list", rates({"task": "a", "passed": True}), raises=ValueError,
              hint="results is a list of run records: else raise ValueError"),
-        Case("a tuple, not a list", lambda f: rates(f, tuple(runs({"a": "✓"}))), raises=ValueError,
+        Case("a tuple, not a list", rates(tuple(runs({"a": "✓"}))), raises=ValueError,
              hint="the spec says a list: anything else, a tuple too, raises ValueError (isinstance(results, list))"),
     ]),
     "12.3": Exercise("Check the path a run took", [
@@ -280,34 +282,34 @@ EXERCISES = {
              hint="every call is a dict with a 'tool' (text): else raise ValueError"),
     ]),
     "12.4": Exercise("Name the regressions", [
-        Case("the same results", lambda f: compared(f, runs(FLAKY), runs(FLAKY)), expected=[],
-             hint="no task's share of passing runs went down"),
-        Case("one task got worse", lambda f: compared(f, runs({"a": "✓", "b": "✓"}), runs({"a": "✓", "b": "✗"})),
+        Case("the same results", compared(runs(FLAKY), runs(FLAKY)), expected=[], hint="no task's share went down"),
+        Case("one task got worse", compared(runs({"a": "✓", "b": "✓"}), runs({"a": "✓", "b": "✗"})),
              expected=[drop("b", 1.0, 0.0)], hint="{'task', 'before', 'after'}: the shares of passing runs"),
-        Case("fixes are not regressions",
-             lambda f: compared(f, runs({"a": "✗", "b": "✓"}), runs({"a": "✓", "b": "✓"})),
+        Case("fixes are not regressions", compared(runs({"a": "✗", "b": "✓"}), runs({"a": "✓", "b": "✓"})),
              expected=[], hint="a task that passes more often now is good news: leave it out"),
-        Case("repeats: 2 of 3, then 1 of 3", lambda f: compared(f, runs({"a": "✓✓✗"}), runs({"a": "✗✓✗"})),
+        Case("repeats: 2 of 3, then 1 of 3", compared(runs({"a": "✓✓✗"}), runs({"a": "✗✓✗"})),
              expected=[drop("a", 2 / 3, 1 / 3)], hint="compare shares over all of a task's runs, not its first run"),
-        Case("the same share, other runs", lambda f: compared(f, runs({"a": "✓✗"}), runs({"a": "✗✓"})),
+        Case("the same share, other runs", compared(runs({"a": "✓✗"}), runs({"a": "✗✓"})),
              expected=[], hint="1 of 2 before and after: not lower, so not a regression"),
-        Case("a task that is gone", lambda f: compared(f, runs({"a": "✓", "b": "✓"}), runs({"a": "✓"})),
+        Case("a task that is gone", compared(runs({"a": "✓", "b": "✓"}), runs({"a": "✓"})),
              expected=[drop("b", 1.0, None)],
              hint="a task missing from new is a regression with after None: a shrunken suite must not look better"),
-        Case("a new task is not compared", lambda f: compared(f, runs({"a": "✓"}), runs({"a": "✓", "new": "✗"})),
+        Case("a new task is not compared", compared(runs({"a": "✓"}), runs({"a": "✓", "new": "✗"})),
              expected=[], hint="tasks only in the new run have nothing to regress from"),
-        Case("in the old run's order", lambda f: compared(f, interleaved({"z": "✓✓", "a": "✓✓", "m": "✓✓"}),
-                                                          runs({"a": "✗✗", "m": "✓✓", "z": "✗✓"})),
+        Case("in the old run's order", compared(interleaved({"z": "✓✓", "a": "✓✓", "m": "✓✓"}),
+                                                runs({"a": "✗✗", "m": "✓✓", "z": "✗✓"})),
              expected=[drop("z", 1.0, 0.5), drop("a", 1.0, 0.0)],
              hint="list them in the order their tasks first appear in old, not sorted, not in new's order"),
         Case("careful, then sloppy (real runs)", careful_then_sloppy, expected=SLOPPY_REGRESSIONS,
              hint="the eight tasks sloppy fails that careful passes, in the suite's order"),
         Case("the runs are not changed", both_untouched, expected="unchanged", hint="only read both lists"),
-        Case("passed is 'no'", lambda f: compared(f, [run("a", "no")], [run("a", True)]), raises=ValueError,
-             hint=RECORD_HINT),
-        Case("a run without a task", lambda f: compared(f, [run("a", True)], [{"passed": False}]), raises=ValueError,
-             hint=RECORD_HINT),
-        Case("not lists", lambda f: compared(f, {"results": []}, []), raises=ValueError,
+        Case("passed is 'no'", compared([run("a", "no")], [run("a", True)]), raises=ValueError, hint=RECORD_HINT),
+        Case("passed is 0, not False", compared([run("a", 0)], [run("a", True)]), raises=ValueError, hint=RECORD_HINT),
+        Case("a run without a task", compared([], [{"passed": True}]), raises=ValueError, hint=RECORD_HINT),
+        Case("a task that is None", compared([run("a", True)], [run(None, True)]), raises=ValueError, hint=RECORD_HINT),
+        Case("not lists", compared({"results": []}, []), raises=ValueError,
              hint="old and new are lists of run records (a saved --out file holds them under 'results')"),
+        Case("a tuple, not a list", compared(tuple(runs({"a": "✓"})), []), raises=ValueError,
+             hint="a list, as the spec says: a tuple is refused too (isinstance(old, list), not (list, tuple))"),
     ]),
 }
