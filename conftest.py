@@ -1,6 +1,8 @@
-"""Shared pytest set-up. Notebook kernels started by nbval inherit this process's environment, so the
+"""Shared pytest set-up, and the fixtures several test files use. Notebook kernels started by nbval inherit this process's environment, so the
 offline rules are applied here: a fixed hash seed and no API keys (unless COURSE_LIVE=1 asks for live runs)."""
 import os
+
+import pytest
 
 os.environ["PYTHONHASHSEED"] = "0"
 os.environ["COURSE_APPROVAL"] = "deny"   # nobody can click Approve in CI: writes are denied, as the notebooks show
@@ -33,3 +35,12 @@ try:   # a notebook's kernel that dies while starting is started again (at most 
     _nbval_kernel.start_new_kernel = _start_kernel_again_if_it_died
 except ImportError:   # nbval comes with the test extra
     pass
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    """An empty folder as the current directory: the workspace the file tools see. (test_tools.py and
+    test_retrieval.py have their own, with files in them.)"""
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    return tmp_path / "work"

@@ -2,16 +2,17 @@
 import errno
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from course_lib import default_tools
-from course_lib import workspace as ws   # the module; `workspace` is the fixture below
+from course_lib import workspace as ws   # the module; `workspace` is the fixture (conftest.py)
 from course_lib.agent import Agent, default_max_steps
 from course_lib.courseware.scenarios import SCENARIOS, scenario_model
 from course_lib.models import ModelError, Reply, ScriptedModel, ToolCall
+from support import Tally, everything_in
 
 
 def act(tool, **args):
@@ -337,22 +338,6 @@ def test_a_native_model_needs_every_tool_described_before_the_run(tools):
     with pytest.raises(ValueError, match="describe it in the docstring's Args: section"):
         Agent({**tools, "half": half}, ScriptedModel([], native_tools=True))
     Agent({**tools, "half": half}, ScriptedModel([]))   # a text model reads the tool list as text: fine
-
-
-@dataclass
-class Tally:
-    """Count things and return the running total."""
-    total: int = 0
-    seen: list = field(default_factory=list)
-
-    def __call__(self, amount: int) -> str:
-        """Add to the tally.
-
-        Args:
-            amount: how much to add.
-        """
-        self.total += amount
-        return f"total is {self.total}"
 
 
 def test_an_agent_runs_with_a_stateful_callable_object():
@@ -719,17 +704,6 @@ def test_a_text_key_is_saved_as_its_text_even_when_its_str_says_otherwise(tools,
     assert data["history"][-1]["keys"] == {"red": "red"}
 
 
-@pytest.fixture
-def workspace(tmp_path, monkeypatch):
-    (tmp_path / "work").mkdir()
-    monkeypatch.chdir(tmp_path / "work")
-    return tmp_path / "work"
-
-
-def everything_in(folder):
-    return sorted(p.name for p in folder.iterdir())
-
-
 def strict_load(path):
     def refuse(constant):
         raise ValueError(f"{constant} is not JSON")
@@ -816,7 +790,6 @@ def test_loop_sends_what_prepare_returns_from_the_history_it_is_given(tools):
 
 
 def test_a_stopped_reply_is_kept_in_the_history_without_being_read(tools):
-    from course_lib.models import Reply
     model = ScriptedModel([Reply("", stop="max_tokens", provider_stop="max_tokens")], native_tools=True)
     agent = Agent(tools, model)
     agent.run("cut off")

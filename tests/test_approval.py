@@ -8,28 +8,18 @@ import stat
 import pytest
 
 from course_lib import default_tools
-from course_lib import workspace as ws   # the module; `workspace` is the fixture below
+from course_lib import workspace as ws   # the module; `workspace` is the fixture (conftest.py)
 from course_lib.agent import Agent
 from course_lib.courseware.approval import (YES, ApprovalGate, WriteRequest, approve, ask_in_terminal, default_policy,
                                             deny, is_yes)
 from course_lib.dispatch import dispatch
 from course_lib.models import ScriptedModel
 from course_lib.tools import ToolError
-
-
-@pytest.fixture
-def workspace(tmp_path, monkeypatch):
-    (tmp_path / "work").mkdir()
-    monkeypatch.chdir(tmp_path / "work")
-    return tmp_path / "work"
+from support import everything_in
 
 
 def write_call(path, content="안녕하세요"):
     return json.dumps({"tool": "write_file", "args": {"path": path, "content": content}}, ensure_ascii=False)
-
-
-def everything_in(folder):
-    return sorted(p.name for p in folder.iterdir())
 
 
 def test_an_approved_write_happens_and_is_logged(workspace):

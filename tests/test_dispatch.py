@@ -7,7 +7,6 @@ import asyncio
 import errno
 import json
 import os
-from dataclasses import dataclass, field
 from typing import Literal, Optional
 
 import pytest
@@ -17,6 +16,7 @@ from hypothesis import strategies as st
 from course_lib.dispatch import MAX_RESULT_CHARS, Observation, call_key, dispatch
 from course_lib.registry import ToolRegistry
 from course_lib.tools import ToolError, calculator
+from support import Tally
 
 
 # ------------------------------------------------------------------ sample tools, one per kind of annotation
@@ -342,22 +342,6 @@ def test_cache_is_per_function_not_per_name():
     assert_error(dispatch({"t": first}, "t", {"x": "1"}), "'x'", "int")
 
 
-@dataclass
-class Tally:
-    """Count things and return the running total."""
-    total: int = 0
-    seen: list = field(default_factory=list)
-
-    def __call__(self, amount: int) -> str:
-        """Add to the tally.
-
-        Args:
-            amount: how much to add.
-        """
-        self.total += amount
-        return f"total is {self.total}"
-
-
 def test_a_stateful_callable_object_runs_and_its_arguments_are_checked():
     tally = Tally()
     assert Tally.__hash__ is None   # a dataclass with eq=True cannot be hashed: the natural way to write one
@@ -659,13 +643,6 @@ def test_the_home_folder_is_named_tilde_unless_it_is_the_root(home, says, monkey
     monkeypatch.setenv("HOME", home)
     obs = dispatch(_fails_with("no file at /etc/course.cfg or /h/x"), "tool", {})
     assert obs.content == "Error: tool: " + says
-
-
-@pytest.fixture
-def workspace(tmp_path, monkeypatch):
-    (tmp_path / "work").mkdir()
-    monkeypatch.chdir(tmp_path / "work")
-    return tmp_path / "work"
 
 
 def test_an_error_from_any_tool_does_not_show_the_workspace_or_home_folder(workspace):
