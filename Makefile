@@ -11,14 +11,22 @@ export PYTHONHASHSEED := 0
 # Two installs, two stamps. A learner's commands need only the `course` extra (JupyterLab, the SDKs, what the
 # `course` command imports); `make test` adds the `test` extra on top (pytest, nbval, Playwright, nbgrader...),
 # so `make test` after `make lab` installs only the test tools. Both redo themselves when pyproject.toml changes.
+# After each install, one optional package goes: jsonschema's checker for the "iri" format (rfc3987-syntax, which
+# Jupyter's packages ask for) builds about 35 parsers when imported, 1.7 s of processor time in every process that
+# reads a notebook (JupyterLab, nbclient, `course check`, each test worker). No Jupyter schema uses that format,
+# and jsonschema skips a format whose checker is not installed (tests/test_install.py checks both).
+SLOW_OPTIONAL := rfc3987-syntax lark
+
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[course]'
+	$(BIN)/python -m pip uninstall --quiet --yes $(SLOW_OPTIONAL)
 	touch $(STAMP)
 
 $(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip uninstall --quiet --yes $(SLOW_OPTIONAL)
 	touch $(TEST_STAMP)
 
 # The course folder is the root (exercises/, solutions/, README reachable; the lessons' links work), with
@@ -28,7 +36,7 @@ lab: $(STAMP)
 		$(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
 
 test: $(TEST_STAMP)
-	$(BIN)/python -m pytest -n auto --dist loadscope
+	$(BIN)/python -m pytest -n auto
 
 # Mutation testing (issue 16): how many small bugs planted in each stage module the tests catch. Minutes, not
 # seconds, so not part of `make test`. `make mutate MUTATE_ARGS="course_lib/tools.py --show"` for one module.

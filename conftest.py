@@ -44,3 +44,41 @@ def workspace(tmp_path, monkeypatch):
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
     return tmp_path / "work"
+
+
+# -- how `make test` spreads the tests over processes (pytest-xdist) ----------------------------------------------
+# Each test is a unit of its own, given to whichever worker is free, except where tests share something: a
+# notebook's cells (one kernel, in order), and the tests below, which share a fixture that is costly to set up
+# (set up once per worker that runs them, it would be paid up to once per worker). tests/test_conftest.py checks
+# that every test using a fixture shared across tests is named here or uses one of the cheap ones it lists.
+SHARED = ("tests/test_nbgrader.py",                                                      # an nbgrader course
+          "tests/test_browser.py",                                                       # JupyterLab and Chromium
+          "tests/test_grading_cheats.py::test_a_trick_in_an_answer_cell_changes_nothing")   # one batch grade
+
+
+def work_unit(nodeid: str) -> str:
+    """The unit of work a test belongs to: the notebook for a notebook's cell, a SHARED prefix, or the test."""
+    path = nodeid.split("::", 1)[0]
+    if path.endswith(".ipynb"):
+        return path
+    return next((prefix for prefix in SHARED if nodeid == prefix or nodeid.startswith((prefix + "::", prefix + "["))),
+                nodeid)
+
+
+@pytest.hookimpl(optionalhook=True)   # pytest-xdist's hooks: unknown where it is off (-p no:xdist)
+def pytest_xdist_auto_num_workers(config):
+    """Two workers per core: about half of a worker's time is spent waiting (for a kernel to start, a server to
+    answer, a browser to draw), and a second worker on the same core runs tests meanwhile."""
+    return 2 * (os.cpu_count() or 1)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByWorkUnit(LoadScopeScheduling):
+        """pytest-xdist's scope scheduling with `work_unit` as the scope (biggest units first, as there)."""
+        def _split_scope(self, nodeid: str) -> str:
+            return work_unit(nodeid)
+
+    return ByWorkUnit(config, log)

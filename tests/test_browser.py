@@ -1,8 +1,9 @@
-"""A real browser test: JupyterLab on 127.0.0.1, notebook 06 in headless Chromium (Debian's), driven by
-Playwright (`executable_path`, no browser download). It runs the stepper cell, clicks Step twice and checks
-what the widget shows, then runs the approval cell and clicks Approve. A screenshot is saved to
-test-artifacts/jupyterlab-stepper.png.
+"""Real browser tests: JupyterLab on 127.0.0.1 and headless Chromium (Debian's), driven by Playwright
+(`executable_path`, no browser download), one server and one browser for both tests. Notebook 06: run the
+stepper cell, click Step twice and check what the widget shows, then run the approval cell and click Approve.
+Then every lesson diagram, and a failing check() table. Screenshots go to test-artifacts/.
 """
+import contextlib
 import json
 import os
 import platform
@@ -48,9 +49,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def jupyterlab(tmp_path):
-    """JupyterLab serving a copy of notebook 06 from a temp folder, with its own config and settings."""
+@pytest.fixture(scope="module")
+def jupyterlab(tmp_path_factory):
+    """JupyterLab serving a copy of notebook 06 from a temp folder, with its own config and settings, and one
+    headless Chromium; both tests use the same two (conftest.SHARED keeps them in one worker)."""
+    tmp_path = tmp_path_factory.mktemp("jupyterlab")
     playwright = pytest.importorskip("playwright.sync_api", reason="the test extra installs Playwright (make test)")
     browser_path = chromium()
     work = tmp_path / "course"
@@ -93,7 +96,12 @@ def jupyterlab(tmp_path):
                 if time.monotonic() > deadline or server.poll() is not None:
                     pytest.fail("JupyterLab did not start within 90 s")
                 time.sleep(0.5)
-        yield {"url": url, "token": token, "work": work, "chromium": browser_path, "playwright": playwright}
+        with playwright.sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=browser_path, args=CHROMIUM_FLAGS)
+            try:
+                yield {"url": url, "token": token, "work": work, "browser": browser}
+            finally:
+                browser.close()
     finally:
         server.terminate()
         try:
@@ -123,53 +131,58 @@ def run_cell(page, text: str):
     return cell
 
 
-def test_stepper_and_approval_in_jupyterlab(jupyterlab):
+@contextlib.contextmanager
+def lab_page(jupyterlab):
+    """A new page in the shared browser; on a failure, a screenshot of what it showed."""
     ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab["playwright"].sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=jupyterlab["chromium"], args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{jupyterlab['url']}/lab/tree/06_agent_class.ipynb?token={jupyterlab['token']}")
-            page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=180_000)
-            # the kernel is up when the status bar says so
-            page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=180_000)
-            # Opening a lesson changes nothing: the kernel's metadata is already in the file, so the tab is not
-            # marked unsaved and closing it would ask nothing.
-            page.wait_for_timeout(2_000)   # the kernel's info arrives just after "Idle"
-            assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0, "opening the lesson changed it"
+    page = jupyterlab["browser"].new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        yield page
+    except Exception:
+        page.screenshot(path=str(ARTIFACTS / "jupyterlab-failure.png"))
+        raise
+    finally:
+        page.close()
 
-            stepper = run_cell(page, "stepper = AgentStepper(")
-            step = stepper.locator(".jp-OutputArea button", has_text="Step").first
-            step.wait_for(timeout=180_000)
-            step.click()
-            page.wait_for_function("() => document.querySelector('.stepper-count')"
-                                   " && document.querySelector('.stepper-count').textContent.includes('step 1 /')",
-                                   timeout=120_000)
-            step.click()
-            count = stepper.locator(".stepper-count")
-            count.filter(has_text="step 2 / 6").wait_for(timeout=120_000)
-            assert count.inner_text() == "step 2 / 6"
-            call = stepper.locator(".stepper-call").first
-            assert call.inner_text() == 'calculator({"expression": "24*7"})'
-            page.screenshot(path=str(ARTIFACTS / f"jupyterlab-stepper{SUFFIX}.png"))
 
-            approval = run_cell(page, "gate = ApprovalGate()")
-            approve = approval.locator(".jp-OutputArea button", has_text="Approve")
-            approve.wait_for(timeout=180_000)
-            # while it waits, the box says the notebook is paused (the cell's prompt shows [*])
-            approval.locator(".jp-OutputArea", has_text="Paused — waiting for your decision").wait_for(timeout=120_000)
-            approval.scroll_into_view_if_needed()
-            page.screenshot(path=str(ARTIFACTS / f"jupyterlab-approval-waiting{SUFFIX}.png"))
-            approve.click()
-            approval.locator(".jp-OutputArea", has_text="Wrote").wait_for(timeout=180_000)
-            approval.locator(".jp-OutputArea", has_text="✓ You approved this write.").wait_for(timeout=120_000)
-            assert approval.locator(".jp-OutputArea button").count() == 0   # the buttons gave way to the outcome
-            page.screenshot(path=str(ARTIFACTS / f"jupyterlab-approval{SUFFIX}.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "jupyterlab-failure.png"))   # what the page showed
-            raise
-        finally:
-            browser.close()
+def test_stepper_and_approval_in_jupyterlab(jupyterlab):
+    with lab_page(jupyterlab) as page:
+        page.goto(f"{jupyterlab['url']}/lab/tree/06_agent_class.ipynb?token={jupyterlab['token']}")
+        page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=180_000)
+        # the kernel is up when the status bar says so
+        page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=180_000)
+        # Opening a lesson changes nothing: the kernel's metadata is already in the file, so the tab is not
+        # marked unsaved and closing it would ask nothing.
+        page.wait_for_timeout(2_000)   # the kernel's info arrives just after "Idle"
+        assert page.locator(".lm-TabBar-tab.jp-mod-dirty").count() == 0, "opening the lesson changed it"
+
+        stepper = run_cell(page, "stepper = AgentStepper(")
+        step = stepper.locator(".jp-OutputArea button", has_text="Step").first
+        step.wait_for(timeout=180_000)
+        step.click()
+        page.wait_for_function("() => document.querySelector('.stepper-count')"
+                               " && document.querySelector('.stepper-count').textContent.includes('step 1 /')",
+                               timeout=120_000)
+        step.click()
+        count = stepper.locator(".stepper-count")
+        count.filter(has_text="step 2 / 6").wait_for(timeout=120_000)
+        assert count.inner_text() == "step 2 / 6"
+        call = stepper.locator(".stepper-call").first
+        assert call.inner_text() == 'calculator({"expression": "24*7"})'
+        page.screenshot(path=str(ARTIFACTS / f"jupyterlab-stepper{SUFFIX}.png"))
+
+        approval = run_cell(page, "gate = ApprovalGate()")
+        approve = approval.locator(".jp-OutputArea button", has_text="Approve")
+        approve.wait_for(timeout=180_000)
+        # while it waits, the box says the notebook is paused (the cell's prompt shows [*])
+        approval.locator(".jp-OutputArea", has_text="Paused — waiting for your decision").wait_for(timeout=120_000)
+        approval.scroll_into_view_if_needed()
+        page.screenshot(path=str(ARTIFACTS / f"jupyterlab-approval-waiting{SUFFIX}.png"))
+        approve.click()
+        approval.locator(".jp-OutputArea", has_text="Wrote").wait_for(timeout=180_000)
+        approval.locator(".jp-OutputArea", has_text="✓ You approved this write.").wait_for(timeout=120_000)
+        assert approval.locator(".jp-OutputArea button").count() == 0   # the buttons gave way to the outcome
+        page.screenshot(path=str(ARTIFACTS / f"jupyterlab-approval{SUFFIX}.png"))
     written = jupyterlab["work"] / "transcripts" / "summary.txt"
     assert written.read_text(encoding="utf-8") == "Seven units cost $168 (7 × $24)."
 
@@ -190,64 +203,49 @@ def test_diagrams_fit_one_screen_with_readable_labels_and_alt_text(jupyterlab):
     work = jupyterlab["work"]
     lessons = [nb for nb in sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")) if diagrams(nb)]
     assert len(lessons) >= 8
-    # Every diagram in one notebook of the same width as a lesson: one page and one kernel instead of ten.
+    # Every diagram in one notebook of the same width as a lesson (one page and one kernel instead of ten), and
+    # after them a check() that fails, as a learner sees it before the answer is right.
     found = [(nb.name, k, source) for nb in lessons for k, source in enumerate(diagrams(nb))]
     lesson = json.loads((ROOT / "notebooks" / "06_agent_class.ipynb").read_text(encoding="utf-8"))
-    gallery = {"cells": [{"cell_type": "markdown", "id": f"d{i}", "metadata": {}, "source": f"```mermaid\n{src}```"}
-                         for i, (_, _, src) in enumerate(found)],
-               "metadata": lesson["metadata"], "nbformat": 4, "nbformat_minor": 5}
+    cells = [{"cell_type": "markdown", "id": f"d{i}", "metadata": {}, "source": f"```mermaid\n{src}```"}
+             for i, (_, _, src) in enumerate(found)]
+    cells.append({"cell_type": "code", "id": "check", "metadata": {}, "execution_count": None, "outputs": [],
+                  "source": 'from course_lib.courseware.checks import check\ncheck("03.4", lambda tools: [])'})
+    gallery = {"cells": cells, "metadata": lesson["metadata"], "nbformat": 4, "nbformat_minor": 5}
     (work / "diagrams.ipynb").write_text(json.dumps(gallery, ensure_ascii=False), encoding="utf-8")
-    ARTIFACTS.mkdir(exist_ok=True)
     sizes, too_big = [], []
-    with jupyterlab["playwright"].sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=jupyterlab["chromium"], args=CHROMIUM_FLAGS)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(f"{jupyterlab['url']}/lab/tree/diagrams.ipynb?reset&token={jupyterlab['token']}")
-            figures = page.locator(".jp-RenderedMermaid figure")
-            page.wait_for_function(f"() => document.querySelectorAll('.jp-RenderedMermaid figure img').length"
-                                   f" >= {len(found)}", timeout=180_000)
-            assert figures.count() == len(found), "a diagram did not render"
-            for i, (name, k, source) in enumerate(found):
-                title = re.search(r"accTitle: (.+)", source)[1].strip()
-                description = re.search(r"accDescr: (.+)", source)[1].strip()
-                figure = figures.nth(i)
-                img = figure.locator("img")
-                assert img.get_attribute("alt") == title, f"{name} diagram {k + 1}: alt text"
-                assert figure.locator("figcaption").inner_text().strip() == description
-                figure.scroll_into_view_if_needed()
-                box = img.bounding_box()
-                drawn = float(img.get_attribute("width") or box["width"])
-                sizes.append(f"{name} {k + 1}: {box['width']:.0f}×{box['height']:.0f} px, "
-                             f"{box['width'] / drawn:.0%} of its drawn width")
-                if box["height"] > 640 or box["width"] / drawn < 0.8:
-                    too_big.append(sizes[-1])
-                shot = {("08", 0): "08-anthropic", ("08", 1): "08-openai", ("08", 2): "08-ollama",
-                        ("00", 0): "00-loop"}.get((name[:2], k))
-                if shot:
-                    figure.screenshot(path=str(ARTIFACTS / f"diagram-{shot}{SUFFIX}.png"))
+    with lab_page(jupyterlab) as page:
+        page.goto(f"{jupyterlab['url']}/lab/tree/diagrams.ipynb?reset&token={jupyterlab['token']}")
+        figures = page.locator(".jp-RenderedMermaid figure")
+        page.wait_for_function(f"() => document.querySelectorAll('.jp-RenderedMermaid figure img').length"
+                               f" >= {len(found)}", timeout=180_000)
+        assert figures.count() == len(found), "a diagram did not render"
+        for i, (name, k, source) in enumerate(found):
+            title = re.search(r"accTitle: (.+)", source)[1].strip()
+            description = re.search(r"accDescr: (.+)", source)[1].strip()
+            figure = figures.nth(i)
+            img = figure.locator("img")
+            assert img.get_attribute("alt") == title, f"{name} diagram {k + 1}: alt text"
+            assert figure.locator("figcaption").inner_text().strip() == description
+            figure.scroll_into_view_if_needed()
+            box = img.bounding_box()
+            drawn = float(img.get_attribute("width") or box["width"])
+            sizes.append(f"{name} {k + 1}: {box['width']:.0f}×{box['height']:.0f} px, "
+                         f"{box['width'] / drawn:.0%} of its drawn width")
+            if box["height"] > 640 or box["width"] / drawn < 0.8:
+                too_big.append(sizes[-1])
+            shot = {("08", 0): "08-anthropic", ("08", 1): "08-openai", ("08", 2): "08-ollama",
+                    ("00", 0): "00-loop"}.get((name[:2], k))
+            if shot:
+                figure.screenshot(path=str(ARTIFACTS / f"diagram-{shot}{SUFFIX}.png"))
 
-            # A failing check() table, as a learner sees it before the answer is right.
-            page.goto(f"{jupyterlab['url']}/lab/tree/06_agent_class.ipynb?token={jupyterlab['token']}")
-            page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=180_000)
-            cell = run_cell(page, "stepper = AgentStepper(")   # any code cell: we type over a scratch cell below
-            page.keyboard.press("Escape")
-            page.keyboard.press("b")                            # a new cell below, in command mode
-            page.keyboard.press("Enter")
-            page.keyboard.type('from course_lib.courseware.checks import check\n'
-                               'check("03.4", lambda tools: [])')
-            page.keyboard.press("Shift+Enter")
-            # the check's own table (the stepper above has a table too, and the check may not have rendered yet)
-            table = page.locator(".jp-OutputArea table").filter(has_text="vague lookup and search").last
-            table.wait_for(timeout=180_000)
-            assert "✗" in table.inner_text() and "✓" in table.inner_text()
-            table.scroll_into_view_if_needed()
-            table.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')][1]").screenshot(
-                path=str(ARTIFACTS / f"check-table-failing{SUFFIX}.png"))
-        except Exception:
-            page.screenshot(path=str(ARTIFACTS / "jupyterlab-failure.png"))
-            raise
-        finally:
-            browser.close()
+        page.locator(".jp-StatusBar-Widget", has_text="Idle").first.wait_for(timeout=180_000)
+        run_cell(page, 'check("03.4"')
+        table = page.locator(".jp-OutputArea table").filter(has_text="vague lookup and search").last
+        table.wait_for(timeout=180_000)
+        assert "✗" in table.inner_text() and "✓" in table.inner_text()
+        table.scroll_into_view_if_needed()
+        table.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')][1]").screenshot(
+            path=str(ARTIFACTS / f"check-table-failing{SUFFIX}.png"))
     (ARTIFACTS / f"diagram-sizes{SUFFIX}.txt").write_text("\n".join(sizes) + "\n", encoding="utf-8")
     assert not too_big, "diagrams taller than 640 px or shrunk below 80 %:\n" + "\n".join(too_big)

@@ -154,14 +154,14 @@ def _case_threads() -> list:
 
 
 def test_an_endless_loop_gives_up_says_so_is_stopped_and_the_rest_is_not_run(toy_exercise, monkeypatch):
-    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    monkeypatch.setattr(checks, "CASE_SECONDS", 0.25)
     before = set(_case_threads())
     start = time.monotonic()
     result = check("00.1", forever, quiet=True)
     assert time.monotonic() - start < HANG_GUARD
     assert not result.passed
     gave_up, not_run = result.cases[:2], result.cases[2:]
-    assert [c.got for c in gave_up] == ["gave up after 1 s: the code did not finish (an endless loop?)"] * 2
+    assert [c.got for c in gave_up] == ["gave up after 0.25 s: the code did not finish (an endless loop?)"] * 2
     assert gave_up[0].hint.endswith("For this case: multiply by two")
     assert gave_up[1].hint.endswith("For this case: raise TypeError for text")
     assert all("a loop that never ends" in c.hint and "the check stopped it" in c.hint for c in gave_up)
@@ -174,7 +174,7 @@ def test_an_endless_loop_gives_up_says_so_is_stopped_and_the_rest_is_not_run(toy
 
 
 def test_except_base_exception_cannot_catch_the_time_limit(toy_exercise, monkeypatch):
-    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    monkeypatch.setattr(checks, "CASE_SECONDS", 0.25)
     RELEASE.clear()   # the test may run twice in one process (mutmut does): the loop must really loop again
     guard = threading.Timer(HANG_GUARD, RELEASE.set)   # a hang guard only
     guard.daemon = True
@@ -185,17 +185,17 @@ def test_except_base_exception_cannot_catch_the_time_limit(toy_exercise, monkeyp
     finally:
         RELEASE.set()
     assert time.monotonic() - start < HANG_GUARD
-    assert result.cases[0].got.startswith("gave up after 1 s") and not result.passed
+    assert result.cases[0].got.startswith("gave up after 0.25 s") and not result.passed
     assert "a loop that never ends" in result.cases[0].hint   # stopped or still running: both are true to life
 
 
 def test_code_that_cannot_be_stopped_is_left_behind_and_the_hint_says_so(toy_exercise, monkeypatch):
-    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    monkeypatch.setattr(checks, "CASE_SECONDS", 0.25)
     release = guarded_event()
     result = check("00.1", lambda x: release.wait(), quiet=True)   # blocked in C: no exception reaches it
     release.set()
-    assert result.cases[0].got.startswith("gave up after 1 s")
-    assert result.cases[0].hint == ("your code was still running after 1 s, and it may go on running in the "
+    assert result.cases[0].got.startswith("gave up after 0.25 s")
+    assert result.cases[0].hint == ("your code was still running after 0.25 s, and it may go on running in the "
                                     "background (restart the kernel if the notebook gets slow): look for a loop "
                                     "that never ends. For this case: multiply by two")
     assert [c.got for c in result.cases[1:]] == ["not run: an earlier case did not finish"] * 2
@@ -205,12 +205,12 @@ def test_code_that_cannot_be_stopped_is_left_behind_and_the_hint_says_so(toy_exe
 
 
 def test_the_time_limit_works_when_check_is_called_from_a_worker_thread(toy_exercise, monkeypatch):
-    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    monkeypatch.setattr(checks, "CASE_SECONDS", 0.25)
     box = []
     worker = threading.Thread(target=lambda: box.append(checks.run_cases("00.1", forever)), daemon=True)
     worker.start()
     worker.join(HANG_GUARD)
-    assert box and box[0].cases[0].got.startswith("gave up after 1 s") and not box[0].passed
+    assert box and box[0].cases[0].got.startswith("gave up after 0.25 s") and not box[0].passed
 
 
 def test_a_keyboard_interrupt_while_waiting_gets_through(toy_exercise, monkeypatch):
@@ -246,7 +246,7 @@ def test_folder_and_environment_are_put_back_after_a_case_that_did_not_finish(mo
         return f()
     spec = Exercise("wander", [Case("wanders off", wander, expected=1, hint="h")])
     monkeypatch.setattr(checks, "exercise", lambda exercise_id: spec)
-    monkeypatch.setattr(checks, "CASE_SECONDS", 1)
+    monkeypatch.setattr(checks, "CASE_SECONDS", 0.25)
     monkeypatch.delenv("COURSE_CHECK_TEST", raising=False)
     before = os.getcwd()
     release = guarded_event()
@@ -342,7 +342,7 @@ KERNEL_CELLS = [
     """import json, os, threading, time
 from course_lib.courseware import checks
 from course_lib.courseware.checks import check
-checks.CASE_SECONDS = 1
+checks.CASE_SECONDS = 0.25
 start_folder = os.getcwd()""",
     """def spin(text):
     while True:
@@ -386,12 +386,12 @@ def test_time_limits_hold_in_a_jupyter_kernel_and_the_next_cell_runs(tmp_path):
         return "".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in outputs)
     for cell in outputs[1:4] + [outputs[5]]:
         text = shown(cell)
-        assert "✗" in text and "gave up after 1 s: the code did not finish (an endless loop?)" in text
+        assert "✗" in text and "gave up after 0.25 s: the code did not finish (an endless loop?)" in text
     last = shown(outputs[-1])
     assert last.startswith("NEXT CELL RAN ")
     results = json.loads(last.removeprefix("NEXT CELL RAN "))
     for result in results:
-        assert result["passed"] is False and result["cases"][0]["got"].startswith("gave up after 1 s")
+        assert result["passed"] is False and result["cases"][0]["got"].startswith("gave up after 0.25 s")
         assert all(not c["ok"] and c["hint"] for c in result["cases"])
     assert "the check stopped it" in results[0]["cases"][0]["hint"]     # a plain endless loop
     assert "restart the kernel" in results[2]["cases"][0]["hint"]       # time.sleep cannot be interrupted

@@ -13,6 +13,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -340,6 +341,38 @@ def test_the_scratch_folder_is_deleted_afterwards(tmp_path, monkeypatch):
     answer(nb, "ex04_1", "open('left-behind.txt', 'w').write('x')")
     grade(save(nb, tmp_path, "scratch"), STAGE, timeout=120)
     assert len(made) == 1 and Path(made[0]).name.startswith("course-grade-") and not Path(made[0]).exists()
+
+
+def _processes_naming(text: str) -> list[str]:
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            args = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:   # the process ended meanwhile
+            continue
+        if text in args:
+            found.append(f"{cmdline.parent.name}: {args[:120]}")
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads the process table from /proc")
+def test_no_process_of_a_grade_outlives_it_not_even_a_spinning_one(tmp_path, monkeypatch):
+    """grade() called from Python (an instructor's script, these tests) used to leave every kernel running until
+    the calling process ended: nbclient shuts down only kernels whose manager it made itself."""
+    import tempfile
+
+    import course_lib.courseware.grader as grader
+    made, original = [], tempfile.mkdtemp
+    monkeypatch.setattr(grader.tempfile, "mkdtemp", lambda **kw: made.append(original(**kw)) or made[-1])
+    nb = load(EXERCISE)
+    answer(nb, "ex04_1", "import threading\n"
+                         "threading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()")
+    grade(save(nb, tmp_path, "spinner"), STAGE, timeout=120)
+    assert len(made) == 1
+    deadline = time.monotonic() + 30   # a hang guard: a killed process may take a moment to leave the table
+    while _processes_naming(made[0]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _processes_naming(made[0])
 
 
 # -- found by a red-team review: the sandbox itself, and answers that reach into the interpreter ---------------
@@ -1330,9 +1363,9 @@ class _FakeClient:
         self.timeout = options["timeout"]
         _FakeClient.last = self
 
-    def setup_kernel(self, env, cwd):
+    def setup_kernel(self, env, cwd, cleanup_kc):
         import contextlib
-        self.env, self.cwd = env, cwd
+        self.env, self.cwd, self.cleanup_kc = env, cwd, cleanup_kc
         if self.start_error:
             raise RuntimeError(self.start_error)
         return contextlib.nullcontext()
@@ -1609,6 +1642,7 @@ def test_run_passes_each_cell_and_the_client_along_and_survives_a_scratch_folder
     (statuses, judged, notes, reason), client, requests, managers, honest = _run_fake(monkeypatch)
     assert reason == "" and judged == honest and 7 not in statuses and removed == [managers[0][1]]
     assert all(c is client.nb.cells[i] for c, i in cells) and client.nb.cells[7].source == ""
+    assert client.cleanup_kc is True   # the kernel is shut down afterwards although nbclient did not start it
     judge_source = eval(requests[-1][2].split("b.exec(", 1)[1].split(", g)", 1)[0])
     assert "\nMAY_USE = {'04.1': ['for 04']}\n" in judge_source
 

@@ -217,3 +217,28 @@ def test_after_an_edit_to_pyproject_make_lab_reinstalls_the_learner_extra_only(t
     os.utime(folder / "pyproject.toml", (later, later))
     assert installed_extras(pip_commands("lab", folder)) == [{LEARNER}]
     assert installed_extras(pip_commands("test", folder)) == [{LEARNER}, {TEST}]
+
+
+@needs_make
+@pytest.mark.parametrize("target", ["lab", "test"])
+def test_each_install_is_followed_by_removing_the_slow_iri_checker(target, tmp_path):
+    """The Makefile's reason: rfc3987-syntax costs every process that reads a notebook 1.7 s of processor time."""
+    result = subprocess.run(["make", "-n", target], cwd=course_copy(tmp_path), capture_output=True, text=True,
+                            timeout=60)
+    lines = [line for line in result.stdout.splitlines() if " -m pip " in line and "--upgrade pip" not in line]
+    installs = [i for i, line in enumerate(lines) if "pip install" in line]
+    assert installs
+    for i in installs:
+        assert "pip uninstall" in lines[i + 1] and "rfc3987-syntax" in lines[i + 1], lines
+
+
+@pytest.mark.skipif(not (Path(sys.prefix) / ".installed").exists(), reason="runs in the .venv that make builds")
+def test_notebooks_are_read_and_validated_without_the_slow_iri_checker():
+    code = ("import sys, nbformat, jsonschema\n"
+            "nbformat.validate(nbformat.read(sys.argv[1], as_version=4))\n"
+            "checker = jsonschema.Draft7Validator.FORMAT_CHECKER\n"
+            "jsonschema.Draft7Validator({'format': 'iri'}, format_checker=checker).validate('not an IRI')\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('rfc3987', 'lark'))))")
+    done = subprocess.run([sys.executable, "-c", code, str(ROOT / "notebooks" / "00_welcome.ipynb")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr

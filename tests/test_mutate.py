@@ -146,8 +146,9 @@ def test_one_module_end_to_end(tmp_path):
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     done = subprocess.run([sys.executable, "scripts/mutate.py", "course_lib/registry.py", "--jobs", "1",
                            "--scratch", str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
-    result = json.loads((tmp_path / "course_lib_registry" / "result.json").read_text())
+    saved = tmp_path / "course_lib_registry" / "result.json"   # exit 1 is a score below the goal, or a failure
+    assert done.returncode in (0, 1) and saved.exists(), done.stdout + done.stderr
+    result = json.loads(saved.read_text())
     assert result["mutants"] > 30 and result["caught"] > 0
     assert result["caught"] + result["survived"] == result["mutants"] - result["equivalent"]
     assert f"{result['score']:.1%}: {result['caught']} of {result['mutants'] - result['equivalent']} caught" in done.stdout

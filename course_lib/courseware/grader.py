@@ -369,7 +369,9 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
     client.statuses, notes, reason, judged = {}, [], "", None
     deadline = time.monotonic() + 4 * timeout + 30   # all cells together: a notebook cannot stretch forever
     try:
-        with client.setup_kernel(env=_environment(scratch), cwd=str(scratch / "work")):
+        # cleanup_kc: nbclient shuts down only a kernel whose manager it made itself; this one is ours, and a
+        # kernel left running would outlive the grade (and go on spinning in a student's endless loop)
+        with client.setup_kernel(env=_environment(scratch), cwd=str(scratch / "work"), cleanup_kc=True):
             try:
                 for index, cell in enumerate(nb.cells):
                     if cell.cell_type != "code":
