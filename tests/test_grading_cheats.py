@@ -331,12 +331,19 @@ def test_a_weaker_sandbox_says_so_and_unshare_still_cuts_the_network(tmp_path, l
     listener.close()
 
 
-def test_the_scratch_folder_is_deleted_afterwards(tmp_path, monkeypatch):
+@pytest.fixture
+def scratch_folders(monkeypatch) -> list[str]:
+    """The scratch folders the grader makes (one per notebook graded), in the order it makes them."""
     import tempfile
 
     import course_lib.courseware.grader as grader
     made, original = [], tempfile.mkdtemp
     monkeypatch.setattr(grader.tempfile, "mkdtemp", lambda **kw: made.append(original(**kw)) or made[-1])
+    return made
+
+
+def test_the_scratch_folder_is_deleted_afterwards(tmp_path, scratch_folders):
+    made = scratch_folders
     nb = load(EXERCISE)
     answer(nb, "ex04_1", "open('left-behind.txt', 'w').write('x')")
     grade(save(nb, tmp_path, "scratch"), STAGE, timeout=120)
@@ -356,14 +363,10 @@ def _processes_naming(text: str) -> list[str]:
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads the process table from /proc")
-def test_no_process_of_a_grade_outlives_it_not_even_a_spinning_one(tmp_path, monkeypatch):
+def test_no_process_of_a_grade_outlives_it_not_even_a_spinning_one(tmp_path, scratch_folders):
     """grade() called from Python (an instructor's script, these tests) used to leave every kernel running until
     the calling process ended: nbclient shuts down only kernels whose manager it made itself."""
-    import tempfile
-
-    import course_lib.courseware.grader as grader
-    made, original = [], tempfile.mkdtemp
-    monkeypatch.setattr(grader.tempfile, "mkdtemp", lambda **kw: made.append(original(**kw)) or made[-1])
+    made = scratch_folders
     nb = load(EXERCISE)
     answer(nb, "ex04_1", "import threading\n"
                          "threading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()")
