@@ -83,6 +83,27 @@ def parse_ms(text: str) -> float:
     return best_of(5, lambda: parse_reply(text)) * 1000
 
 
+def adapter_overhead(calls: int = 60) -> dict[str, tuple[float, float]]:
+    """Per provider, (ms per call through the course's adapter, ms per bare SDK call with the same request),
+    both against the local stand-in: the adapter adds building the request and reading the reply into a Reply."""
+    from course_lib.courseware.standin import StandInServer
+    from course_lib.models.providers import model_for
+    messages = [{"role": "system", "content": "Use the tools."}, {"role": "user", "content": "What do seven cost?"}]
+    turn = {"text": "Looking.", "tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]}
+    sends = {"anthropic": lambda c, r: c.messages.create(**r), "openai": lambda c, r: c.chat.completions.create(**r),
+             "openai-responses": lambda c, r: c.responses.create(**r)}
+    figures = {}
+    for provider, send in sends.items():
+        with StandInServer([turn] * (6 * calls)) as server:
+            url = server.url if provider == "anthropic" else server.url + "/v1"
+            model = model_for(provider, base_url=url, api_key="stand-in", max_retries=0)
+            request = model.request(messages, default_tools())
+            adapter = best_of(3, lambda: [model.complete(messages, default_tools()) for _ in range(calls)])
+            bare = best_of(3, lambda: [send(model.client, request) for _ in range(calls)])
+        figures[provider] = (adapter * 1000 / calls, bare * 1000 / calls)
+    return figures
+
+
 def main() -> None:
     action = json.dumps({"tool": "finish", "args": {"answer": "ok"}})
     prose = ("The model thinks out loud here, with numbers like 24 and 7, {braces}, and 한국어 text. " * 12_000)
@@ -103,6 +124,9 @@ def main() -> None:
     serial, eight = eval_seconds(1), eval_seconds(8)
     print(f"course eval, 50 ms per call:     {serial:6.2f} s with --jobs 1, {eight:6.3f} s with --jobs 8: "
           f"{serial / eight:.1f}× faster (issue 14 asks for at least 5×)")
+    for provider, (adapter, bare) in adapter_overhead().items():
+        print(f"adapter vs bare SDK, {provider + ':':17s} {adapter:5.2f} ms vs {bare:5.2f} ms per call against the "
+              f"stand-in: {adapter / bare:.2f}× (issue 25 asks for at most 1.1×)")
     import parse_bench   # every hostile shape beside json.loads of 1 MB
     print("\n".join(parse_bench.report()))
 

@@ -31,12 +31,13 @@ def keys(monkeypatch):
 
 
 @pytest.mark.parametrize("provider, cls", [("anthropic", "AnthropicModel"), ("openai", "OpenAIModel"),
-                                           ("ollama", "OpenAIModel")])
+                                           ("openai-responses", "OpenAIResponsesModel"), ("ollama", "OpenAIModel")])
 def test_model_for_makes_each_provider_s_adapter_with_the_catalog_s_model_id(keys, provider, cls):
     model = model_for(provider)
-    assert type(model).__name__ == cls and model.model == DEFAULTS[provider]
-    assert getattr(model, "provider", "anthropic") == provider
-    assert PROVIDERS == ("anthropic", "openai", "ollama")
+    service = "openai" if provider == "openai-responses" else provider   # both OpenAI APIs: one model ID
+    assert type(model).__name__ == cls and model.model == DEFAULTS[service]
+    assert getattr(model, "provider", "anthropic") == service
+    assert PROVIDERS == ("anthropic", "openai", "openai-responses", "ollama")
 
 
 def test_model_for_ollama_goes_to_the_local_server_and_openai_to_the_sdk_s_url(keys):
@@ -47,7 +48,7 @@ def test_model_for_ollama_goes_to_the_local_server_and_openai_to_the_sdk_s_url(k
 
 @pytest.mark.parametrize("provider", PROVIDERS)
 def test_model_for_takes_the_id_from_the_environment_variable(keys, provider):
-    keys.setenv(catalog.ENV_VARS[provider], f"{provider}-from-env")
+    keys.setenv(catalog.ENV_VARS["openai" if provider == "openai-responses" else provider], f"{provider}-from-env")
     assert model_for(provider).model == f"{provider}-from-env"
 
 
@@ -71,7 +72,7 @@ def test_model_for_without_a_key_names_the_variable_to_set(monkeypatch):
 def test_an_unknown_provider_is_a_value_error_naming_the_known_ones(name):
     with pytest.raises(ValueError) as info:
         model_for(name)
-    assert str(info.value) == f"unknown provider {name!r}: the known ones are anthropic, openai, ollama"
+    assert str(info.value) == f"unknown provider {name!r}: the known ones are anthropic, openai, openai-responses, ollama"
 
 
 def test_the_example_prices_live_in_the_catalog_and_the_plots_use_them():
@@ -374,6 +375,7 @@ def test_doctor_prints_one_line_per_provider_and_exits_1_only_for_retiring_ids(
     out = capsys.readouterr().out
     assert "anthropic model        " + line.format(in_1=in_1, in_100=in_100) in out
     assert "openai model           gpt-5.4-mini  ok\n" in out and "ollama model           qwen3:8b  ok (not checked" in out
+    assert "openai-responses       the same ID, through the Responses API\n" in out
 
 
 def test_course_doctor_flags_a_retired_override(monkeypatch, capsys, fixture_tables):

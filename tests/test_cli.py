@@ -81,17 +81,19 @@ def test_demo_with_a_real_model_and_no_key_explains_what_is_missing():
     assert "ANTHROPIC_API_KEY is not set" in result.stderr and "scripted" in result.stderr
 
 
-def test_demo_goes_live_through_the_sdk_when_a_server_and_key_are_there():
+@pytest.mark.parametrize("provider", ["openai", "openai-responses"])   # Chat Completions and the Responses API
+def test_demo_goes_live_through_the_sdk_when_a_server_and_key_are_there(provider):
     """The same command a learner runs with a key, pointed at the local stand-in server instead."""
     from course_lib.courseware.standin import StandInServer
     script = [{"tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]},
               {"tool_calls": [{"name": "calculator", "args": {"expression": "24*7"}}]},
               {"text": "Seven units cost $168."}]
     with StandInServer(script) as server:
-        result = run_cli("demo", "--model", "openai",
+        result = run_cli("demo", "--model", provider,
                          env={"OPENAI_API_KEY": "sk-standin-only", "OPENAI_BASE_URL": server.url + "/v1"})
     assert result.returncode == 0, result.stderr
-    assert "Model: openai, live" in result.stdout
+    assert f"Model: {provider}, live" in result.stdout and server.problems == []
+    assert {r["api"] for r in server.requests} == {"responses" if provider == "openai-responses" else "openai"}
     assert '[1] lookup({"topic": "단가"}) -> 개당 $24' in result.stdout and "Answer: Seven units cost $168." in result.stdout
     assert "sk-standin-only" not in result.stdout + result.stderr
 
@@ -290,8 +292,9 @@ def test_eval_saves_runs_and_compare_names_the_regressions(tmp_path):
     assert better.returncode == 0 and better.stdout.splitlines()[-1] == "0 regression(s), 18 fix(es)"
 
 
-def test_eval_with_a_real_model_and_no_key_says_what_to_set_and_exits_2():
-    result = run_cli("eval", "--model", "openai")   # the test set-up removes the keys
+@pytest.mark.parametrize("provider", ["openai", "openai-responses"])
+def test_eval_with_a_real_model_and_no_key_says_what_to_set_and_exits_2(provider):
+    result = run_cli("eval", "--model", provider)   # the test set-up removes the keys
     assert result.returncode == 2 and "OPENAI_API_KEY" in result.stderr and "Traceback" not in result.stderr
 
 

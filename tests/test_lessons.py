@@ -115,13 +115,15 @@ def test_every_diagram_has_alt_text_and_flowcharts_run_left_to_right(path):
         assert kind in ("flowchart LR", "sequenceDiagram"), f"{path.name}: {kind}"
 
 
-def test_lesson_08_has_one_sequence_diagram_per_provider_and_03_the_description_pipeline():
+def test_lesson_08_has_one_sequence_diagram_per_api_and_03_the_description_pipeline():
     sequences = [d for d in _diagrams(ROOT / "notebooks" / "08a_real_apis_on_the_wire.ipynb") if "sequenceDiagram" in d]
-    endpoints = ["POST /v1/messages", "POST /v1/chat/completions", "POST /api/chat"]
-    assert len(sequences) == 3 and all(e in s for e, s in zip(endpoints, sequences))
+    endpoints = ["POST /v1/messages", "POST /v1/chat/completions", "POST /v1/responses", "POST /api/chat"]
+    assert len(sequences) == 4 and all(e in s for e, s in zip(endpoints, sequences))
     assert all(word in sequences[0] for word in ("tool_use", "tool_result", "is_error", "end_turn"))
     assert all(word in sequences[1] for word in ("tool_calls", "JSON string", "tool_call_id"))
-    assert all(word in sequences[2] for word in ('"stream": false', "JSON object", "tool_name"))
+    assert all(word in sequences[2] for word in ("instructions", "reasoning", "function_call_output", "call_id",
+                                                 "store: false"))
+    assert all(word in sequences[3] for word in ('"stream": false', "JSON object", "tool_name"))
     pipeline = _diagrams(ROOT / "notebooks" / "03_describing_tools.ipynb")[0]
     assert all(word in pipeline for word in ("Python function", "description line", "JSON Schema", "tool spec",
                                              "input_schema", "function.parameters"))

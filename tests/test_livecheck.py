@@ -24,7 +24,7 @@ def point_at(monkeypatch, provider, server):
         monkeypatch.setenv("OPENAI_BASE_URL", server.url + "/v1")
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "openai-responses"])
 def test_a_compatible_provider_passes_every_check(provider, monkeypatch):
     with StandInServer(SCRIPT) as server:
         point_at(monkeypatch, provider, server)
@@ -33,10 +33,21 @@ def test_a_compatible_provider_passes_every_check(provider, monkeypatch):
     text = "\n".join(report.lines())
     assert "parallel tool calls in one turn: yes, 2" in text and "lookup, calculator, calculator" in text
     assert "EXAMPLE prices" in text and "result: compatible" in text and "sk-" not in text
-    assert server.problems == [] and server.requests[0]["body"]["messages"][-1]["content"] == GOAL
+    first = server.requests[0]["body"]
+    assert server.problems == [] and first["input" if provider == "openai-responses" else "messages"][-1] == {
+        "role": "user", "content": GOAL}
 
 
-@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_reasoning_items_that_made_the_round_trip_are_counted(monkeypatch):
+    thought = [{**SCRIPT[0], "thinking": "Both tools now."}, {**SCRIPT[1], "thinking": ""}, SCRIPT[2]]
+    with StandInServer(thought) as server:
+        point_at(monkeypatch, "openai-responses", server)
+        report = live_check("openai-responses")
+    assert report.status == 0 and server.problems == [], report.lines()
+    assert "  · reasoning items sent back unchanged and accepted: 2" in report.lines()
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "openai-responses"])
 def test_an_api_error_fails_the_check_with_the_sentence(provider, monkeypatch):
     with StandInServer([{"status": 401, "message": "invalid x-api-key"}]) as server:
         point_at(monkeypatch, provider, server)
@@ -62,11 +73,13 @@ def test_all_checks_every_provider_and_exits_2_when_none_is_set_up(monkeypatch, 
     for argv in (["live-check", "all"], ["live-check"]):   # `all` is the default
         status = main(argv)
         out = capsys.readouterr().out
-        assert status == 2 and out.count("course live-check") == 3 and "Nothing was checked" in out
+        assert status == 2 and out.count("course live-check") == 4 and "Nothing was checked" in out
         assert "ollama serve" in out and "OPENAI_API_KEY is not set" in out
+        assert out.count("set OPENAI_API_KEY") == 1   # two OpenAI APIs, one key to set
 
 
-@pytest.mark.parametrize("provider, key", [("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY")])
+@pytest.mark.parametrize("provider, key", [("anthropic", "ANTHROPIC_API_KEY"), ("openai", "OPENAI_API_KEY"),
+                                           ("openai-responses", "OPENAI_API_KEY")])
 @pytest.mark.skipif(os.environ.get("COURSE_LIVE") != "1", reason="live test: set COURSE_LIVE=1 and a key")
 def test_live(provider, key):
     if not os.environ.get(key):

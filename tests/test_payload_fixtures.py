@@ -57,6 +57,15 @@ OPENAI_SUCCESS = {
     "openai_answer.json": ("stop", []),
 }
 
+# fixture -> (status, incomplete reason, the type of each output item in order, names of the tools called)
+RESPONSES_SUCCESS = {
+    "responses_reasoning_parallel_calls.json": ("completed", None, ["reasoning", "function_call", "function_call"],
+                                                ["lookup", "calculator"]),
+    "responses_answer.json": ("completed", None, ["message"], []),
+    "responses_incomplete_max_output_tokens.json": ("incomplete", "max_output_tokens", ["reasoning"], []),
+    "responses_refusal.json": ("completed", None, ["message"], []),
+}
+
 # fixture -> names of the tools called, in order
 OLLAMA_SUCCESS = {
     "ollama_tool_call.json": ["calculator"],
@@ -129,7 +138,7 @@ def strict_validate(model_class: type[pydantic.BaseModel], data: dict) -> pydant
 
 def test_every_fixture_file_is_tested_and_listed_in_the_readme():
     on_disk = {p.relative_to(PAYLOADS).as_posix() for p in PAYLOADS.rglob("*.json")}
-    tested = (set(ANTHROPIC_SUCCESS) | set(OPENAI_SUCCESS) | set(OLLAMA_SUCCESS)
+    tested = (set(ANTHROPIC_SUCCESS) | set(OPENAI_SUCCESS) | set(RESPONSES_SUCCESS) | set(OLLAMA_SUCCESS)
               | {f"errors/{n}" for n in (*ANTHROPIC_ERRORS, *OPENAI_ERRORS, *OLLAMA_ERRORS)})
     assert on_disk == tested, f"untested: {sorted(on_disk - tested)}, missing: {sorted(tested - on_disk)}"
     readme = (PAYLOADS / "README.md").read_text(encoding="utf-8")
@@ -333,6 +342,59 @@ def test_openai_fixture_through_the_real_client(name):
     (request,) = sent
     assert request.method == "POST" and request.url.path == "/v1/chat/completions"
     assert json.loads(request.content)["model"] == OPENAI_MODEL
+
+
+# --- OpenAI Responses API ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(RESPONSES_SUCCESS))
+def test_responses_fixture_is_an_exact_sdk_response(name):
+    from openai.types.responses import Response
+    response = strict_validate(Response, payload(name))
+    status, reason, kinds, tool_names = RESPONSES_SUCCESS[name]
+    assert response.object == "response" and response.model == OPENAI_SNAPSHOT and response.id.startswith("resp_")
+    assert response.status == status and (response.incomplete_details and response.incomplete_details.reason) == reason
+    assert [item.type for item in response.output] == kinds
+    calls = [item for item in response.output if item.type == "function_call"]
+    assert [c.name for c in calls] == tool_names and all(c.call_id.startswith("call_") for c in calls)
+    assert len({c.call_id for c in calls}) == len(calls)
+    for call in calls:   # arguments are JSON text, as in Chat Completions
+        assert json.loads(call.arguments).keys() == {TOOL_ARGS[call.name]}
+    prefixes = {"reasoning": "rs_", "function_call": "fc_", "message": "msg_"}
+    assert all(item.id.startswith(prefixes[item.type]) for item in response.output)
+    usage = response.usage
+    assert usage.total_tokens == usage.input_tokens + usage.output_tokens
+    assert usage.input_tokens_details.cached_tokens <= usage.input_tokens
+    assert usage.output_tokens_details.reasoning_tokens <= usage.output_tokens
+    assert all(tool.strict is False for tool in response.tools)   # the course sends strict: false
+
+
+def test_responses_reasoning_items_are_encrypted_and_an_incomplete_one_used_every_token():
+    first = payload("responses_reasoning_parallel_calls.json")["output"][0]
+    assert first["encrypted_content"].startswith("gAAAA") and first["summary"][0]["type"] == "summary_text"
+    cut = payload("responses_incomplete_max_output_tokens.json")
+    assert cut["usage"]["output_tokens"] == cut["max_output_tokens"] == cut["usage"]["output_tokens_details"][
+        "reasoning_tokens"]   # the reasoning guide: the limit can be reached before any visible output
+    refusal = payload("responses_refusal.json")["output"][0]["content"]
+    assert [part["type"] for part in refusal] == ["refusal"] and refusal[0]["refusal"]
+
+
+@pytest.mark.parametrize("name", sorted(RESPONSES_SUCCESS))
+def test_responses_fixture_through_the_real_client(name):
+    from openai.types.responses import Response
+    data = payload(name)
+    sent = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        sent.append(request)
+        return httpx2.Response(200, json=data, headers={"x-request-id": "req_0123456789abcdef0123456789abcdef"})
+
+    response = openai_client(handler).responses.create(
+        model=OPENAI_MODEL, input="What is 15% of 2,340?", store=False, include=["reasoning.encrypted_content"],
+        tools=[{"type": "function", "name": "calculator", "parameters": {"type": "object"}, "strict": False}])
+    assert isinstance(response, Response) and response.model_dump(mode="json", exclude_unset=True) == data
+    (request,) = sent
+    assert request.method == "POST" and request.url.path == "/v1/responses"
 
 
 # --- Ollama /api/chat (no SDK installed: a schema written from docs/openapi.yaml and api/types.go) --------

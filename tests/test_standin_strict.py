@@ -512,6 +512,17 @@ def test_openai_function_names_must_match_the_pattern():
                      "param": "tools[0].function.name", "code": "invalid_value"}
 
 
+def test_openai_function_names_are_at_most_64_characters_and_anthropic_s_128():
+    long = {"type": "function", "function": {"name": "x" * 65, "parameters": {}}}
+    assert openai_400({"tools": [long]}) == {
+        "message": "Invalid 'tools[0].function.name': string too long. Expected a string with maximum length 64, but "
+                   "got a string with length 65 instead.", "type": "invalid_request_error",
+        "param": "tools[0].function.name", "code": "string_above_max_length"}
+    with StandInServer(["ok"]) as server:   # 64 is fine
+        tool = {"type": "function", "function": {"name": "x" * 64, "parameters": {"type": "object"}}}
+        assert gpt(server).chat.completions.create(model="m", messages=[GOAL], tools=[tool]).choices[0].message.content
+
+
 def test_openai_array_parameters_need_items():
     tool = {"type": "function", "function": {"name": "tag", "parameters": {
         "type": "object", "properties": {"tags": {"type": "array", "description": "labels"}}}}}
@@ -1131,7 +1142,7 @@ def test_openai_error_code_defaults_only_when_neither_type_nor_code_is_scripted(
 
 @pytest.mark.parametrize("turn, said", [
     ({"txt": "hello"}, "turn 1 has unknown key(s) 'txt'; a turn may have blocks, done_reason, finish_reason, "
-                       "redacted_thinking, refusal, stop_reason, text, thinking, tool_calls, usage"),
+                       "incomplete, redacted_thinking, refusal, stop_reason, text, thinking, tool_calls, usage"),
     ({"status": 429, "text": "x", "usage": {}}, "turn 1 has unknown key(s) 'text', 'usage'; a turn may have code, "
                                                  "message, param, retry_after, status, type"),
     (42, "turn 1 must be text or a dict, not int"),

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .. import __version__, default_tools
 from ..agent import Agent, Step
+from ..models.providers import PROVIDERS
 from ..models.scripted import ScriptedModel
 from .scenarios import SCENARIOS
 
@@ -303,6 +304,8 @@ def _check_model_ids() -> int:
         status = check_model(provider, model)   # asks the provider only when its API key is set; never raises
         problems += status.problem
         print(f"{provider + ' model':<22} {model}  {status.note}")
+        if provider == "openai":   # the Responses API (openai-responses) takes the same ID and key
+            print(f"{'openai-responses':<22} the same ID, through the Responses API")
     return problems
 
 
@@ -353,7 +356,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="run the agent step by step: a scripted model (offline), or --model for a "
                                        "real one")
     demo.add_argument("goal", nargs="?", help=f"what to ask (default: {SCENARIOS['price']['goal']!r})")
-    demo.add_argument("--model", choices=["scripted", "anthropic", "openai", "ollama"], default="scripted",
+    demo.add_argument("--model", choices=["scripted", *PROVIDERS], default="scripted",
                       help="scripted (default, offline) or a real model: needs its API key or a local Ollama")
     demo.add_argument("--max-steps", type=_positive_int, default=None,
                       help="step cap (default: COURSE_MAX_STEPS or 6)")
@@ -366,7 +369,7 @@ def build_parser() -> argparse.ArgumentParser:
                           description="Runs one short scenario (parallel tool calls, a tool error, an answer) "
                                       "against the real API and reports what it did. Exit status: 0 compatible, "
                                       "1 something failed, 2 nothing to check (no key, no Ollama server).")
-    live.add_argument("provider", nargs="?", default="all", choices=["anthropic", "openai", "ollama", "all"],
+    live.add_argument("provider", nargs="?", default="all", choices=[*PROVIDERS, "all"],
                       help="which provider to check (default: all that are set up)")
     live.set_defaults(func=_live_check)
     check = sub.add_parser("check", help="grade exercise notebooks of a stage, each in a fresh sandboxed kernel",
@@ -387,8 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "regression (a task of OLD missing from NEW is one), 2 a usage error (a bad "
                                      "option, a file it cannot use, no key or server for a real model), 130 "
                                      "interrupted (Ctrl-C): the runs shown are summarised, and saved with --out.")
-    run.add_argument("--model", default="careful", choices=["careful", "sloppy", "looping", "anthropic", "openai",
-                                                            "ollama"],
+    run.add_argument("--model", default="careful", choices=["careful", "sloppy", "looping", *PROVIDERS],
                      help="a scripted stand-in (careful, sloppy, looping: offline) or a real model (needs its key)")
     run.add_argument("--tasks", metavar="FILE", help="a task file (default: course_lib/data/eval_tasks.json)")
     run.add_argument("--jobs", type=_positive_int, default=1, metavar="N", help="runs at the same time (default 1)")

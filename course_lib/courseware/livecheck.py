@@ -1,10 +1,10 @@
-"""``course live-check [anthropic|openai|ollama|all]``: the first thing to run with a new key.
+"""``course live-check [anthropic|openai|openai-responses|ollama|all]``: the first thing to run with a new key.
 
 It runs one short scenario against the real API with the course's own ``Agent`` and tools — two tool calls
 in one turn (one of them fails on purpose, a division by zero), then a third call, then an answer — and
 reports what the provider did: the model ID, the stop reasons it sent, whether parallel calls came, whether
 the tool error went back with ``is_error`` and the model carried on, whether thinking blocks made the round
-trip (the API rejects a follow-up that drops or alters them), tokens, and a cost at *example* prices.
+trip (and OpenAI's reasoning items: the APIs reject a follow-up that drops or alters them), tokens, and a cost at *example* prices.
 
 Exit status: 0 when the run finished with an answer, tools ran and the tool error was handled; 1 when the
 API or the loop failed; 2 when there is nothing to check against (no key, no Ollama server).
@@ -111,6 +111,9 @@ def live_check(provider: str, model=None, max_steps: int = 6) -> LiveReport:
                 if b.get("type") in ("thinking", "redacted_thinking")]
     if provider == "anthropic":
         report.notes.append(f"thinking blocks sent back unchanged and accepted: {len(thinking)}")
+    if provider == "openai-responses":
+        sent = sum(b.get("type") == "reasoning" for r in replies[:-1] for b in (r.raw or {}).get("content") or [])
+        report.notes.append(f"reasoning items sent back unchanged and accepted: {sent}")
     seen = [r.provider_stop or ("tool_calls" if r.tool_calls else "stop") for r in replies]
     report.notes.append("stop reasons seen: " + (", ".join(seen) or "none"))
     if agent.stop_reason == "finish":
@@ -134,7 +137,7 @@ def cmd_live_check(args) -> int:
         statuses.append(report.status)
     if all(s == 2 for s in statuses):
         what = {"anthropic": "set ANTHROPIC_API_KEY", "openai": "set OPENAI_API_KEY",
-                "ollama": "start Ollama (`ollama serve`)"}
-        print(f"Nothing was checked: {' or '.join(what[p] for p in providers)}, then run it again.")
+                "openai-responses": "set OPENAI_API_KEY", "ollama": "start Ollama (`ollama serve`)"}
+        print(f"Nothing was checked: {' or '.join(dict.fromkeys(what[p] for p in providers))}, then run it again.")
         return 2
     return 1 if 1 in statuses else 0

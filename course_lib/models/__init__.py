@@ -6,8 +6,9 @@ from importlib import import_module
 
 from .base import ModelError, Reply, ToolCall
 
-__all__ = ["ModelError", "Reply", "ToolCall", "ScriptedModel", "AnthropicModel", "OpenAIModel"]
-_LAZY = {"ScriptedModel": ".scripted", "AnthropicModel": ".anthropic", "OpenAIModel": ".openai"}
+__all__ = ["ModelError", "Reply", "ToolCall", "ScriptedModel", "AnthropicModel", "OpenAIModel", "OpenAIResponsesModel"]
+_LAZY = {"ScriptedModel": ".scripted", "AnthropicModel": ".anthropic", "OpenAIModel": ".openai",
+         "OpenAIResponsesModel": ".openai"}
 
 
 def __getattr__(name):

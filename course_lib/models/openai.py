@@ -1,10 +1,16 @@
-"""Stage 08 — the OpenAI Chat Completions API (and Ollama's OpenAI-compatible endpoint) with native tool calling.
+"""Stage 08 — OpenAI's two APIs with native tool calling: Chat Completions (also Ollama's OpenAI-compatible
+endpoint) and the Responses API, which OpenAI recommends for new projects.
 
 Adds: ``tools_to_openai``, ``history_to_openai`` (arguments sent back as JSON text, each result a ``"tool"`` message),
 ``reply_from_openai`` (arguments that are not JSON reach the dispatcher as text, for the model to fix; ``"length"`` →
 ``"max_tokens"``, ``"content_filter"`` or a refusal → ``"refused"``) and ``OpenAIModel``, ``.ollama()`` for Ollama.
+For the Responses API, ``history_to_responses`` (the history as *items*: each result a ``function_call_output``
+matched by ``call_id``), ``reply_from_responses`` (status ``incomplete`` → ``"max_tokens"`` or ``"refused"``) and
+``OpenAIResponsesModel``. It stores nothing at OpenAI (``store: false``): the whole history goes each time, so
+reasoning items come back encrypted (``include``) and return verbatim before the calls they led to; each tool says
+``strict: false`` (left out, the Responses API would make every optional argument required).
 
-Leaves out: the newer Responses API, streaming, structured outputs and images.
+Leaves out: ``previous_response_id`` (the stored, stateful way), streaming, structured outputs and images.
 """
 from __future__ import annotations
 
@@ -12,7 +18,7 @@ import json
 from collections.abc import Callable, Mapping
 
 from ..describe import tool_spec
-from .base import Reply, ToolCall, scrub
+from .base import ModelError, Reply, ToolCall, scrub
 from .catalog import OLLAMA_URL, model_id
 from .native import NATIVE
 from .remote import call_api, checked_choice, make_client
@@ -24,11 +30,12 @@ def tools_to_openai(tools: Mapping[str, Callable]) -> list[dict]:
     return [{"type": "function", "function": tool_spec(name, func)} for name, func in tools.items()]
 
 
-def choice_to_openai(choice: str):
-    """The course's tool_choice (``auto``, ``any``, ``none`` or a tool's name) as Chat Completions writes it."""
+def choice_to_openai(choice: str, flat: bool = False):
+    """The course's tool_choice (``auto``, ``any``, ``none`` or a tool's name) as Chat Completions writes it
+    (``flat``: as the Responses API writes it, the name beside the type)."""
     if choice in ("auto", "any", "none"):
         return "required" if choice == "any" else choice
-    return {"type": "function", "function": {"name": choice}}
+    return {"type": "function", "name": choice} if flat else {"type": "function", "function": {"name": choice}}
 
 
 def history_to_openai(history: list[dict]) -> list[dict]:
@@ -110,4 +117,84 @@ class OpenAIModel:
         return reply_from_openai(response.model_dump())
 
     def __repr__(self) -> str:
-        return f"OpenAIModel(model={self.model!r}, provider={self.provider!r}, native_tools={self.native_tools})"
+        shown = f"model={self.model!r}, provider={self.provider!r}, native_tools={self.native_tools}"
+        return f"{type(self).__name__}({shown})"
+
+
+# -- the Responses API ---------------------------------------------------------------------------------
+INCOMPLETE = {"max_output_tokens": "max_tokens", "content_filter": "refused"}   # incomplete_details.reason
+
+
+def _assistant_items(m: dict) -> list[dict]:
+    raw = m.get("raw")
+    if isinstance(raw, dict) and raw.get("format") == "openai-responses":
+        return list(raw["content"])   # exactly the output items sent: reasoning (encrypted), message, calls
+    items = [{"role": "assistant", "content": m["content"]}] if m.get("content") else []
+    return items + [{"type": "function_call", "call_id": c["id"], "name": c["name"],
+                     "arguments": json.dumps(c["args"], ensure_ascii=False)} for c in m.get("tool_calls") or []]
+
+
+def history_to_responses(history: list[dict]) -> tuple[str, list[dict]]:
+    """(instructions, input items) for ``responses.create``: the system messages become ``instructions``."""
+    instructions = "\n\n".join(m["content"] for m in history if m["role"] == "system")
+    items: list[dict] = []
+    for m in history:
+        if m["role"] == "assistant":
+            items += _assistant_items(m)
+        elif m["role"] == "tool":
+            items.append({"type": "function_call_output", "call_id": m["tool_call_id"], "output": m["content"]})
+        elif m["role"] != "system":
+            items.append({"role": m["role"], "content": m["content"]})
+    return instructions, items
+
+
+def reply_from_responses(data: dict) -> Reply:
+    output, status = data.get("output") or [], data.get("status")
+    if status == "failed":   # the response object itself says the model failed
+        raise ModelError(f"OpenAI could not finish this response: {(data.get('error') or {}).get('message')}")
+    parts = [p for i in output if i.get("type") == "message" for p in i.get("content") or []]
+    refusals = [p.get("refusal") or "" for p in parts if p.get("type") == "refusal"]
+    reason = (data.get("incomplete_details") or {}).get("reason")
+    stop, why = (("refused", "refusal") if refusals else   # any other incomplete reason: cut off too
+                 (INCOMPLETE.get(reason, "max_tokens"), reason or status) if status == "incomplete" else (None, status))
+    calls = tuple(ToolCall(name=i["name"], args=scrub(_arguments(i.get("arguments"))), id=i["call_id"])
+                  for i in output if i.get("type") == "function_call")
+    text = "".join(refusals) or "".join(p.get("text", "") for p in parts if p.get("type") == "output_text")
+    thinking = [s.get("text", "") for i in output if i.get("type") == "reasoning" for s in i.get("summary") or []]
+    usage = data.get("usage") or {}
+    return Reply(text=scrub(text), tool_calls=calls, stop=stop, provider_stop=why, thinking="\n".join(thinking),
+                 usage={k: usage.get(k) or 0 for k in ("input_tokens", "output_tokens")},
+                 raw={"format": "openai-responses", "content": output})
+
+
+class OpenAIResponsesModel(OpenAIModel):
+    """GPT models through the Responses API (``client.responses.create``); options as ``OpenAIModel``'s, and
+    ``reasoning``, e.g. ``{"effort": "low", "summary": "auto"}``, sent as it is."""
+
+    def __init__(self, model: str | None = None, *, reasoning: dict | None = None, **options):
+        super().__init__(model, **options)
+        self.reasoning = reasoning
+
+    def request(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
+                tool_choice: str | None = None) -> dict:
+        """The keyword arguments for ``client.responses.create``: plain data, handy to print."""
+        instructions, items = history_to_responses(messages)
+        request = {"model": self.model, "input": items, "store": False, "include": ["reasoning.encrypted_content"]}
+        if instructions:
+            request["instructions"] = instructions
+        if tools and self.native_tools:
+            request["tools"] = [{"type": "function", **tool_spec(n, f), "strict": False} for n, f in tools.items()]
+        if tool_choice is not None:
+            request["tool_choice"] = choice_to_openai(checked_choice(tool_choice, tools), flat=True)
+        if self.max_tokens:
+            request["max_output_tokens"] = self.max_tokens
+        if self.reasoning is not None:
+            request["reasoning"] = self.reasoning
+        return scrub(request)
+
+    def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
+                 tool_choice: str | None = None) -> Reply:
+        request = self.request(messages, tools) if tool_choice is None else self.request(messages, tools, tool_choice)
+        response = call_api("openai", self.model, lambda: self.client.responses.create(**request),
+                            base_url=str(getattr(self.client, "base_url", "")))
+        return reply_from_responses(response.model_dump(exclude_unset=True, mode="json"))

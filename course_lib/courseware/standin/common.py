@@ -7,7 +7,7 @@ _ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 402: 
                 403: "permission_error", 404: "not_found_error", 413: "request_too_large",
                 429: "rate_limit_error", 500: "api_error", 504: "timeout_error", 529: "overloaded_error"}
 _OPENAI_TYPES = {401: ("invalid_request_error", "invalid_api_key"), 429: ("requests", "rate_limit_exceeded")}
-_ID_HEADER = {"anthropic": "request-id", "openai": "x-request-id"}
+_ID_HEADER = {"anthropic": "request-id", "openai": "x-request-id", "responses": "x-request-id"}
 
 
 class _Rejected(Exception):
@@ -41,7 +41,7 @@ def _error(api: str, status: int, message: str, rid: str | None = None, *, kind:
 
 
 _TURN_KEYS = {"text", "tool_calls", "usage", "thinking", "redacted_thinking", "blocks", "stop_reason",
-              "finish_reason", "done_reason", "refusal"}
+              "finish_reason", "done_reason", "incomplete", "refusal"}
 _ERROR_KEYS = {"status", "message", "type", "code", "param", "retry_after"}
 
 

@@ -13,13 +13,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .common import _error, _Rejected
 
-_ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/api/chat": "ollama"}
+_ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/v1/responses": "responses",
+           "/api/chat": "ollama"}
 _MAX_BODY, _MAX_DEPTH = 32 * 2**20, 128   # Anthropic's 32 MB per request; serde_json's default nesting limit
 _NOT_JSON = {"anthropic": "The request body is not valid JSON: {}",   # Anthropic's words; the detail is Python's
              "openai": "We could not parse the JSON body of your request. (HINT: This likely means you aren't using "
                        "your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not "
                        "valid JSON. If you have trouble figuring out how to fix this, please contact us through our "
                        "help center at help.openai.com.)", "ollama": "the request body is not valid JSON: {}"}   # ours
+_NOT_JSON["responses"] = _NOT_JSON["openai"]
 _CHUNK = re.compile(rb"([0-9a-fA-F]{1,16})[ \t]*(;[^\r\n]*)?\r?\n")   # a chunk's size line
 _ESCAPE = re.compile(r"\\\\|\\u(?:d[89ab][0-9a-f]{2}(?:\\ud[c-f][0-9a-f]{2})?|d[c-f][0-9a-f]{2})", re.I)
 

@@ -60,6 +60,10 @@ def _openai_tools(tools: list[dict]) -> None:
         if not (isinstance(name, str) and _OPENAI_NAME.fullmatch(name)):
             raise _Rejected(f"Invalid '{where}.name': string does not match pattern. Expected a string that "
                             "matches the pattern '^[a-zA-Z0-9_-]+$'.", param=f"{where}.name", code="invalid_value")
+        if len(name) > 64:   # the same words as the Responses API's (standin/responses.py)
+            raise _Rejected(f"Invalid '{where}.name': string too long. Expected a string with maximum length 64, "
+                            f"but got a string with length {len(name)} instead.", param=f"{where}.name",
+                            code="string_above_max_length")
         context = _array_without_items(tool["function"].get("parameters"))
         if context is not None:
             raise _Rejected(f"Invalid schema for function '{name}': In context={context!r}, array schema "

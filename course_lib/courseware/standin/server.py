@@ -12,7 +12,7 @@ import json
 import threading
 from http.server import ThreadingHTTPServer
 
-from . import anthropic, ollama, openai
+from . import anthropic, ollama, openai, responses
 from .common import _error, _ID_HEADER, _Rejected, _turn
 from .handler import _Handler, _Server
 
@@ -21,10 +21,13 @@ _NO_STREAM = {   # our own words, in each API's shape (OpenAI's after its "this 
                   "(messages.create, not messages.stream)", {}),
     "openai": ("Unsupported value: 'stream' does not support true on the local stand-in server, which does not "
                "stream. Supported values are: false.", {"param": "stream", "code": "unsupported_value"}),
+    "responses": ("Unsupported value: 'stream' does not support true on the local stand-in server, which does not "
+                  "stream. Supported values are: false.", {"param": "stream", "code": "unsupported_value"}),
     "ollama": ("the local stand-in server does not stream: send \"stream\": false (Ollama streams unless told "
                "not to)", {})}
 _CHECKS = {"anthropic": anthropic.check, "openai": openai.check, "ollama": ollama.check}
-_FORMATS = {"anthropic": anthropic.reply, "openai": openai.reply, "ollama": ollama.reply}
+_FORMATS = {"anthropic": anthropic.reply, "openai": openai.reply, "ollama": ollama.reply,
+            "responses": responses.reply}
 
 
 class StandInServer:
@@ -36,6 +39,7 @@ class StandInServer:
         self.requests: list[dict] = []   # {"api": ..., "body": {...}} per request, in order
         self.problems: list[str] = []
         self._thinking = anthropic.Thinking()   # the signed thinking blocks issued, to check when they return
+        self._responses = responses.Responses()   # stored responses and issued reasoning items (Responses API)
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -100,10 +104,17 @@ class StandInServer:
             reply = _FORMATS[api](body, turn, usage, number)
             if api == "anthropic":
                 self._thinking.remember(body, reply["content"])
+            if api == "responses":
+                self._responses.remember(body, self._responses.check(body), reply)
         return 200, reply, {_ID_HEADER[api]: rid} if api in _ID_HEADER else {}
 
     def _check_safely(self, api: str, body: dict) -> _Rejected | None:
         try:
+            if api == "responses":   # items, not messages: the conversation is checked (and kept) as a whole
+                _no_stream(api, body)
+                self._responses.check(body)
+                _choice(api, body)
+                return None
             problem = _check(api, body) or (self._thinking.check(body) if api == "anthropic" else None)
         except _Rejected as rejected:
             return rejected
@@ -116,20 +127,24 @@ def _auth_problem(api: str, headers) -> _Rejected | None:
     bearer = headers.get("authorization", "").startswith("Bearer ")
     if api == "anthropic" and not (headers.get("x-api-key") or bearer):   # the SDK sends either
         return _Rejected("no API key was sent (x-api-key or Authorization: Bearer header)", status=401)
-    if api == "openai" and not bearer:
+    if api in ("openai", "responses") and not bearer:
         return _Rejected("no API key was sent (Authorization: Bearer header)", status=401)
     return None
 
 
 def _check(api: str, body: dict) -> str | None:
     """The checks a real API makes: a sentence, or None; a ``_Rejected`` raised carries the API's own words."""
-    if body.get("stream", api == "ollama"):   # Ollama streams unless told not to
-        message, details = _NO_STREAM[api]
-        raise _Rejected(message, **details)
+    _no_stream(api, body)
     if not isinstance(body.get("model"), str) or not isinstance(body.get("messages"), list) or not body["messages"]:
         return "the request needs a model name and a non-empty messages list"
     _choice(api, body)   # tool_choice: a known kind, naming a tool that was sent; forced only without thinking
     return _CHECKS[api](body)
+
+
+def _no_stream(api: str, body: dict) -> None:
+    if body.get("stream", api == "ollama"):   # Ollama streams unless told not to
+        message, details = _NO_STREAM[api]
+        raise _Rejected(message, **details)
 
 
 def _choice(api: str, body: dict) -> tuple[str, str | None] | None:
@@ -140,8 +155,8 @@ def _choice(api: str, body: dict) -> tuple[str, str | None] | None:
     if choice is None or api == "ollama":
         return None
     tools = body.get("tools") or []
-    names = [t.get("name") if api == "anthropic" else (t.get("function") or {}).get("name") for t in tools]
-    kind, name, forced = (anthropic if api == "anthropic" else openai).choice(choice, body)
+    names = [(t.get("function") or {}).get("name") if api == "openai" else t.get("name") for t in tools]
+    kind, name, forced = {"anthropic": anthropic, "openai": openai, "responses": responses}[api].choice(choice, body)
     if forced and (name is not None and name not in names or not names):
         raise _Rejected(f"tool_choice names the tool {name!r}, which is not among the tools sent" if name
                         else "tool_choice forces a tool call, but no tools were sent", param="tool_choice")
