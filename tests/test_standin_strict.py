@@ -213,13 +213,18 @@ def test_moved_cache_control_markers_do_not_break_the_binding():
     assert server.problems == []
 
 
-def test_drop_block_turns_the_prefix_error_off():
+def test_drop_block_turns_the_prefix_error_off_but_only_with_its_beta_header():
     binding = {"type": "adaptive", "block_binding": {"prefix_mismatch_behavior": "drop_block"}}
     with StandInServer([{"thinking": "", "tool_calls": [LOOKUP]}, "ok"]) as server:
         client = claude(server)
         first = ask(client, [GOAL])
-        reply = ask(client, echoed(first), system="A changed system prompt.", extra_body={"thinking": binding})
-    assert reply.content[0].text == "ok" and server.problems == []
+        with pytest.raises(anthropic.BadRequestError, match="block_binding: Extra inputs are not permitted"):
+            ask(client, echoed(first), system="A changed system prompt.", extra_body={"thinking": binding})
+        reply = ask(client, echoed(first), system="A changed system prompt.", extra_body={"thinking": binding},
+                    extra_headers={"anthropic-beta": "thinking-binding-controls-2026-08-01"})
+    assert reply.content[0].text == "ok" and server.problems == [
+        "thinking.adaptive.block_binding: Extra inputs are not permitted (this field needs `anthropic-beta: "
+        "thinking-binding-controls-2026-08-01`)"]   # the real API knows the field only with its beta header
 
 
 def test_unknown_blocks_the_standin_issued_are_accepted_back_verbatim():

@@ -37,6 +37,19 @@ def check(body: dict) -> str | None:
     return _check_anthropic(body["messages"]) or _anthropic_rules(body)
 
 
+BINDING_BETA = "thinking-binding-controls-2026-08-01"
+
+
+def beta_problem(body: dict, headers) -> _Rejected | None:
+    """``thinking.block_binding`` is a beta field: without its ``anthropic-beta`` value the API does not know it
+    (the message is paraphrased, in the style of the API's unknown-field errors)."""
+    thinking = body.get("thinking") if isinstance(body.get("thinking"), dict) else {}
+    if "block_binding" in thinking and BINDING_BETA not in headers.get("anthropic-beta", ""):
+        return _Rejected(f"thinking.{thinking.get('type')}.block_binding: Extra inputs are not permitted (this field "
+                         f"needs `anthropic-beta: {BINDING_BETA}`)")
+    return None
+
+
 def choice(choice, body: dict) -> tuple[str | None, str | None, bool]:
     """``tool_choice`` as (its type, the tool it names, whether it forces a call), or a ``_Rejected``."""
     kind = choice.get("type") if isinstance(choice, dict) else None

@@ -79,7 +79,8 @@ class StandInServer:
             self.requests.append({"api": api, "body": body})
             number = len(self.requests)
             rid = f"req_standin_{number:02d}"
-            rejected = _auth_problem(api, headers) or self._check_safely(api, body)
+            rejected = (_auth_problem(api, headers) or (anthropic.beta_problem(body, headers) if api == "anthropic"
+                                                        else None) or self._check_safely(api, body))
             if rejected:   # a refused request uses up no turn
                 self.problems.append(rejected.problem)
                 return _error(api, rejected.status, rejected.message, rid, code=rejected.code, param=rejected.param)
