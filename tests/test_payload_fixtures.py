@@ -75,6 +75,8 @@ OLLAMA_SUCCESS = {
 # error fixture -> the exception class the SDK raises for it
 ANTHROPIC_ERRORS = {
     "anthropic_400_invalid_request_error.json": anthropic.BadRequestError,
+    "anthropic_400_usage_limits.json": anthropic.BadRequestError,
+    "anthropic_429_extra_usage_required.json": anthropic.RateLimitError,
     "anthropic_401_authentication_error.json": anthropic.AuthenticationError,
     "anthropic_404_not_found_error.json": anthropic.NotFoundError,
     "anthropic_413_request_too_large.json": anthropic.ContentTooLargeError,
@@ -497,6 +499,10 @@ def test_anthropic_error_kinds():
     assert rate_limit["anthropic-ratelimit-input-tokens-remaining"] == "0"
     too_large = error("anthropic_413_request_too_large.json")["body"]
     assert "request_id" not in too_large and too_large["error"]["type"] == "request_too_large"
+    spend_cap = error("anthropic_429_extra_usage_required.json")   # a 429 with nothing to wait for
+    assert "retry-after" not in spend_cap["headers"] and spend_cap["body"]["error"]["type"] == "rate_limit_error"
+    limits = error("anthropic_400_usage_limits.json")["body"]["error"]   # a spend limit is a 400
+    assert limits["type"] == "invalid_request_error" and "regain access on" in limits["message"]
 
 
 @pytest.mark.parametrize("name", sorted(OPENAI_ERRORS))

@@ -206,12 +206,14 @@ def test_a_reasoning_item_without_its_encrypted_content_is_not_found_when_nothin
     with StandInServer(THOUGHT) as server:
         output, answers = thought_and_calls(server, store=False)
         bare = {k: v for k, v in output[0].items() if k != "encrypted_content"}
-        said = refused(server, input=[ASKED, bare, *output[1:], *answers], store=False)
+        with pytest.raises(openai.NotFoundError) as info:   # a 404, not a 400
+            client(server).responses.create(model="m", input=[ASKED, bare, *output[1:], *answers], store=False)
+        said = info.value.body["message"]
         altered = {**output[0], "encrypted_content": output[0]["encrypted_content"] + "x"}
         changed = refused(server, input=[ASKED, altered, *output[1:], *answers], store=False)
         alone = refused(server, input=[ASKED, output[0]], store=False)
-    assert said == (f"Item with id '{output[0]['id']}' not found. Items are not persisted when store is set to "
-                    "false. Try again with store set to true, or remove this item from your input.")
+    assert said == (f"Item with id '{output[0]['id']}' not found. Items are not persisted when `store` is set to "
+                    "false. Try again with `store` set to true, or remove this item from your input.")
     assert "could not be verified" in changed
     assert alone == f"Item '{output[0]['id']}' of type 'reasoning' was provided without its required following item."
 

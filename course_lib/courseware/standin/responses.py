@@ -21,8 +21,8 @@ import re
 from .common import _cut, _refusal, _Rejected
 
 _NAME = re.compile(r"[a-zA-Z0-9_-]+")
-_NOT_STORED = ("Item with id '{}' not found. Items are not persisted when store is set to false. Try again with "
-               "store set to true, or remove this item from your input.")
+_NOT_STORED = ("Item with id '{}' not found. Items are not persisted when `store` is set to false. Try again with "
+               "`store` set to true, or remove this item from your input.")   # a 404, as users posted it
 
 
 def choice(choice, body: dict) -> tuple[str | None, str | None, bool]:
@@ -122,7 +122,7 @@ class Responses:
             if kind == "reasoning":
                 issued = self.reasoning.get(item.get("id"))
                 if issued is None or stateless and not item.get("encrypted_content"):
-                    raise _bad(_NOT_STORED.format(item.get("id")))
+                    raise _Rejected(_NOT_STORED.format(item.get("id")), param="input", status=404)
                 if any(item.get(key) != value for key, value in issued.items() if key != "status"):
                     raise _bad(f"The encrypted content for item {item.get('id')} could not be verified.")   # ours
                 following = items[k + 1] if k + 1 < len(items) else {}
