@@ -457,6 +457,22 @@ WRONG = [
       [("                args = raw   # the dispatcher answers with an error the model can fix\n",
         "                args = raw   # the dispatcher answers with an error the model can fix\n"
         "            if not isinstance(args, dict):\n                args = raw\n")], "non-objects thrown away"),
+    # ---- 08.4 the output items kept whole, results named by call_id (not id), exactly three keys, ids checked
+    W("08.4", "then one result per call, in order",
+      [('"call_id": item["call_id"], "output"', '"call_id": item["id"], "output"')], "the item's id, not its call_id"),
+    W("08.4", "the output items first, unchanged", [("return list(output) + results", "return calls + results")],
+      "only the calls sent back: reasoning and message dropped"),
+    W("08.4", "result item keys", [('"output": observation.content}',
+                                    '"output": observation.content, "is_error": observation.is_error}')],
+      "is_error, which the Responses API does not have"),
+    W("08.4", "2 calls, 1 observation",
+      [('    if len(calls) != len(observations):\n        raise ValueError(f"{len(calls)} call(s) but '
+        '{len(observations)} observation(s): each call needs one")\n', "")], "zip drops a call silently"),
+    W("08.4", "the same call_id twice", [("if not all(ids) or len(set(ids)) != len(ids):", "if not all(ids):")],
+      "call_ids may repeat"),
+    W("08.4", "the output items first, unchanged",
+      [('if item.get("type") == "function_call"]', 'if item.get("type") != "reasoning"]')],
+      "every item but reasoning taken for a call"),
     # ---- 09.1 normalise both sides (every zero-width character), every text at any depth (keys and tuples too, a
     # number as a key skipped), each seen text on its own, min_span an int
     W("09.1", "other spaces and case", [('return " ".join(text.split()).casefold()', "return text.lower()")],

@@ -1,4 +1,5 @@
-"""Stage 08 · real APIs: the tool-result messages of OpenAI and Anthropic, and OpenAI's tool calls read back."""
+"""Stage 08 · real APIs: the tool-result messages of OpenAI and Anthropic, OpenAI's tool calls read back, and the
+Responses API's items after a tool turn."""
 from __future__ import annotations
 
 import copy
@@ -27,23 +28,41 @@ def _not_objects(messages) -> list[str]:
     return []
 
 
+def _post(server, path: str, body: dict) -> dict | None:
+    """POST ``body`` to the stand-in (127.0.0.1, never a real API); its JSON reply, or None when it refused."""
+    headers = {"content-type": "application/json", "x-api-key": "stand-in", "authorization": "Bearer stand-in"}
+    request = urllib.request.Request(server.url + path, json.dumps(body, ensure_ascii=False).encode(), headers)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # straight to 127.0.0.1
+    try:
+        with opener.open(request, timeout=5) as response:
+            return json.load(response)
+    except urllib.error.HTTPError:
+        return None   # a 400: the reason is in server.problems
+
+
 def standin_problems(api: str, messages: list[dict]) -> list[str]:
     """Send ``messages`` to the local stand-in server (127.0.0.1, never a real API); its shape complaints."""
     if _not_objects(messages):
         return _not_objects(messages)
-    body = {"model": "stand-in", "messages": messages}
-    headers = {"content-type": "application/json"}
-    if api == "anthropic":
-        body["max_tokens"], headers["x-api-key"], path = 64, "stand-in", "/v1/messages"
-    else:
-        headers["authorization"], path = "Bearer stand-in", "/v1/chat/completions"
+    body = {"model": "stand-in", "messages": messages, **({"max_tokens": 64} if api == "anthropic" else {})}
     with StandInServer(["ok"]) as server:
-        request = urllib.request.Request(server.url + path, json.dumps(body, ensure_ascii=False).encode(), headers)
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # straight to 127.0.0.1
-        try:
-            opener.open(request, timeout=5).read()
-        except urllib.error.HTTPError:
-            pass   # a 400: the reason is in server.problems
+        _post(server, "/v1/messages" if api == "anthropic" else "/v1/chat/completions", body)
+    return server.problems
+
+
+THOUGHT = [{"thinking": "Both at once.", "tool_calls": [{"name": "lookup", "args": {"topic": "단가"}},
+                                                        {"name": "lookup", "args": {"topic": "할인"}}]}, "ok"]
+
+
+def responses_problems(f, observations=OBS) -> list[str]:
+    """Ask the stand-in's Responses API for one thought-out tool turn, send back ``f(output, observations)`` as
+    the next request's new items, and return what the stand-in refused (127.0.0.1, never a real API)."""
+    body = {"model": "stand-in", "input": [GOAL], "store": False, "include": ["reasoning.encrypted_content"]}
+    with StandInServer(THOUGHT) as server:
+        items = call(f, _post(server, "/v1/responses", body)["output"], observations)
+        if not (isinstance(items, list) and all(isinstance(i, dict) for i in items)):
+            return ["the items are not a list of JSON objects"]
+        _post(server, "/v1/responses", {**body, "input": [GOAL, *items]})
     return server.problems
 
 
@@ -89,6 +108,15 @@ FALSY = openai_message(("c1", "lookup", "null"), ("c2", "lookup", "[]"), ("c3", 
 FLAGGED = [Observation("Error codes: E4 means a paper jam"), Observation("timed out after 30 s", is_error=True)]
 
 COUNT_HINT = "the numbers of calls and observations must match: raise ValueError"
+# a Responses API output as the API sends it: reasoning, a message, two calls (made up, in the documented shape)
+OUTPUT = [{"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "gAAAAB-made-up"},
+          {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+           "content": [{"type": "output_text", "text": "Both at once.", "annotations": []}]},
+          {"id": "fc_1", "type": "function_call", "status": "completed", "call_id": "call_a1", "name": "lookup",
+           "arguments": '{"topic": "단가"}'},
+          {"id": "fc_2", "type": "function_call", "status": "completed", "call_id": "call_a2", "name": "lookup",
+           "arguments": '{"topic": "할인"}'}]
+CALL_ID_HINT = "name the call's call_id (call_…), not its id (fc_…): the id is the item's own, the call_id its result's"
 NO_ID_HINT = "every call needs an id (the API matches results to calls by id): raise ValueError when one is empty"
 SAME_ID_HINT = "ids must be unique, or the API cannot tell the results apart: raise ValueError"
 
@@ -171,5 +199,29 @@ EXERCISES = {
         Case("valid JSON, not an object", lambda f: call(f, openai_message(("c1", "lookup", "[1, 2]")))[0].args,
              expected=[1, 2],
              hint="keep whatever valid JSON decodes to: the dispatcher tells the model it is no object"),
+    ]),    "08.4": Exercise("Responses API: the items after a tool turn", [
+        Case("the output items first, unchanged", lambda f: call(f, OUTPUT, OBS)[:4], expected=OUTPUT,
+             hint="start with the response's output items exactly as they came: reasoning, message and calls"),
+        Case("then one result per call, in order", lambda f: [i.get("call_id") for i in call(f, OUTPUT, OBS)[4:]],
+             expected=["call_a1", "call_a2"], hint=CALL_ID_HINT),
+        Case("result item keys", lambda f: sorted(call(f, OUTPUT, OBS)[4]), expected=["call_id", "output", "type"],
+             hint="{'type': 'function_call_output', 'call_id': ..., 'output': observation.content}, nothing more"),
+        Case("its type and output", lambda f: [call(f, OUTPUT, OBS)[5][k] for k in ("type", "output")],
+             expected=["function_call_output", OBS[1].content],
+             hint="output is observation.content, as it is: an error shows only in the text (no is_error here)"),
+        Case("nothing else is added", lambda f: len(call(f, OUTPUT, OBS)), expected=6,
+             hint="the four output items, then the two results"),
+        Case("the stand-in server accepts it", lambda f: responses_problems(f), expected=[],
+             hint="'got' lists what the stand-in refused: keep every output item, reasoning first, then the results"),
+        Case("calls without a reasoning item", lambda f: [i["type"] for i in call(f, OUTPUT[2:], OBS)],
+             expected=["function_call"] * 2 + ["function_call_output"] * 2,
+             hint="not every response thinks or writes text: answer the function_call items, whatever else is there"),
+        Case("no calls at all", lambda f: call(f, OUTPUT[:2], []), raises=ValueError,
+             hint="a response without function_call items is an answer, not a tool turn: raise ValueError"),
+        Case("2 calls, 1 observation", lambda f: call(f, OUTPUT, OBS[:1]), raises=ValueError, hint=COUNT_HINT),
+        Case("a call without a call_id", lambda f: call(f, [OUTPUT[2], {**OUTPUT[3], "call_id": ""}], OBS),
+             raises=ValueError, hint="every call needs a call_id (its result names it): raise ValueError"),
+        Case("the same call_id twice", lambda f: call(f, [OUTPUT[2], {**OUTPUT[3], "call_id": "call_a1"}], OBS),
+             raises=ValueError, hint=SAME_ID_HINT),
     ]),
 }
