@@ -133,17 +133,15 @@ def _check_call(tools: Mapping[str, Callable], name, args) -> Observation | None
     for arg, value in args.items():
         if (hint := spec.hints.get(arg)) is not None and not _matches(value, hint):
             wanted = hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
-            return _error(f"argument '{arg}' of {name} must be {wanted}, "
-                          f"got {json_name(value)} {to_json(value):.60}.")
+            return _error(f"argument '{arg}' of {name} must be {wanted}, got {json_name(value)} {to_json(value):.60}.")
     return None
 
 
-def _as_text(result) -> str:
-    if result is None:
-        return "(the tool returned nothing)"
-    text = result if isinstance(result, str) else to_json(result)
-    if len(text) > MAX_RESULT_CHARS:
-        text = text[:MAX_RESULT_CHARS] + f"\n[... cut: {len(text) - MAX_RESULT_CHARS} more characters not shown]"
+def as_text(result, limit: int | None = None) -> str:
+    """A tool's result as the model reads it: None is a sentence, not "null"; past ``limit`` characters, cut."""
+    text = "(the tool returned nothing)" if result is None else result if isinstance(result, str) else to_json(result)
+    if limit is not None and len(text) > limit:
+        text = text[:limit] + f"\n[... cut: {len(text) - limit} more characters not shown]"
     return text
 
 
@@ -166,7 +164,7 @@ def dispatch(tools: Mapping[str, Callable], name: str, args: dict) -> Observatio
     except BaseException as e:   # sys.exit(), a cancelled task or a GeneratorExit must not end the agent
         return _error(f"{name} raised {_said(e)}", e)
     try:
-        return Observation(content=_as_text(result))
+        return Observation(content=as_text(result, MAX_RESULT_CHARS))
     except KeyboardInterrupt:
         raise
     except BaseException as e:   # e.g. a circular structure that JSON cannot hold

@@ -216,4 +216,3 @@ def compare(old: list[dict], new: list[dict]) -> list[dict]:
     before, after = ({task: sum(p) / len(p) for task, p in passes_by_task(results).items()} for results in (old, new))
     return [{"task": task, "change": "fix" if task in after and after[task] > share else "regression", "before": share,
              "after": after.get(task)} for task, share in before.items() if after.get(task) != share]
-

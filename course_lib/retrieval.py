@@ -202,8 +202,7 @@ def search_workspace(query: str, k: int = 3) -> str:
         raise ToolError(f"k must be a whole number from 1 to {MAX_K}")
     if not tokenize(query):
         raise ToolError('the query has no words (letters or digits) to search for, e.g. "unit price" or "단가"')
-    index = Index.from_workspace()
-    if not index.chunks:
+    if not (index := Index.from_workspace()).chunks:
         return "The workspace has no text files to search; call list_files to see what is there."
     if not (hits := index.search(query, k)):
         return ("No passage in the workspace matches the query's words; try other words, the documents' "

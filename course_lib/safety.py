@@ -17,14 +17,10 @@ import unicodedata
 from dataclasses import dataclass
 
 from .describe import build_system_prompt
-from .dispatch import MAX_RESULT_CHARS, to_json
+from .dispatch import MAX_RESULT_CHARS, as_text, to_json
 from .tools import ToolError
 
 _ZERO_WIDTH = "[\u200b-\u200d\u2060\ufeff]"   # invisible: a page can hide them inside words and markers
-
-
-def _text(result) -> str:   # as dispatch shows a result: None is no "null" but a sentence
-    return "(the tool returned nothing)" if result is None else result if isinstance(result, str) else to_json(result)
 
 
 def _plain(text: str) -> str:
@@ -43,7 +39,7 @@ def mark_untrusted(tools) -> dict:
     def marked(name, func):
         @functools.wraps(func)   # same name, signature and docstring: described and checked as before
         def wrapper(**args):
-            text = re.sub(f"<{_ZERO_WIDTH}*<{_ZERO_WIDTH}*<", "< < <", _text(func(**args)))
+            text = re.sub(f"<{_ZERO_WIDTH}*<{_ZERO_WIDTH}*<", "< < <", as_text(func(**args)))
             return f"{START.format(tool=name)}\n{text}\n{END}"
         return wrapper
     return {name: marked(name, func) for name, func in tools.items()}
@@ -187,7 +183,7 @@ class ToolPolicy:
                 raise ToolError(f"denied by {decision['by']}: {decision['reason']}. "
                                 "Do not retry the same call; continue without it.")
             try:
-                text = _text(func(**args))
+                text = as_text(func(**args))
             except Exception as e:   # dispatch shows the model any exception's message: it can carry the tool's text
                 remember(str(e))
                 raise

@@ -69,7 +69,6 @@ def structured_answer(model, history: list[dict], answer_tool: Callable, *, forc
             why = parsed.error if not parsed.ok else f'it names "{parsed.tool}", not "{name}"'
             return Structured(None, f"the reply is not a usable {name} call: {why}", force, reply)
         args = parsed.args
-    checked = dispatch(tools, name, args)   # stage 05's checks, then the function's own
-    if checked.is_error:
+    if (checked := dispatch(tools, name, args)).is_error:   # stage 05's checks, then the function's own
         return Structured(None, checked.content, force, reply)
     return Structured(json.loads(json.dumps(args)), None, force, reply)

@@ -90,9 +90,8 @@ def calculator(expression: str) -> str:
     """
     if not isinstance(expression, str):
         raise ToolError("expression must be text, for example \"24*7\"")
-    if len(expression) > 50 * MAX_EXPRESSION_CHARS:   # refused before any work: splitting megabytes costs memory
-        raise ToolError(f"the expression is longer than {MAX_EXPRESSION_CHARS} characters; split it up")
-    expression = " ".join(expression.split())   # any whitespace, newlines included, counts as one space
+    if len(expression) <= 50 * MAX_EXPRESSION_CHARS:   # longer is refused as it is: splitting megabytes costs memory
+        expression = " ".join(expression.split())   # any whitespace, newlines included, counts as one space
     if not expression:
         raise ToolError("the expression is empty; send something like \"24*7\"")
     if len(expression) > MAX_EXPRESSION_CHARS:

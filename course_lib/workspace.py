@@ -5,8 +5,7 @@ and ``list_files``, which check again what they opened and do bounded work whate
 ``os_problem``, wording paths and OS failures for the model; ``write_atomically`` and ``write_json``, which replace
 a file whole or not at all (transcripts, notes).
 
-Leaves out: writing tools (the approval gate of lessons 06 and 09 adds one), any folder but this one, text other
-than UTF-8, and a real sandbox.
+Leaves out: writing tools (lessons 06 and 09's approval gate adds one), other folders, non-UTF-8 text, a real sandbox.
 """
 from __future__ import annotations
 
@@ -100,25 +99,23 @@ def read_file(path: str, max_chars: int = 20000) -> str:
     target, wanted = inside_workspace(path), min(max_chars, MAX_READ_CHARS)
     try:   # a named pipe is opened without waiting for a writer, and refused below
         fd = os.open(target, OPEN_FILE)
+        try:
+            kind = os.fstat(fd).st_mode
+            if stat.S_ISDIR(kind):
+                raise ToolError(f"'{shorten(path)}' is a folder, not a file; call list_files to see inside it")
+            if not stat.S_ISREG(kind):
+                raise ToolError(f"'{shorten(path)}' is not a regular file (a pipe or a device); it cannot be read")
+            _still_inside(fd, path)
+            with open(fd, encoding="utf-8", errors="replace", closefd=False) as f:   # bytes that are not UTF-8 become �
+                text, rest = f.read(wanted), f.read(MAX_COUNTED)   # bounded work, however large the file
+                more = f.read(1) != ""
+        finally:
+            os.close(fd)
     except FileNotFoundError:
         raise ToolError(f"there is no file '{shorten(path)}' in the workspace; call list_files to see what "
                         "exists") from None
     except OS_FAILURES as e:
         raise os_problem(path, e) from None
-    try:
-        kind = os.fstat(fd).st_mode
-        if stat.S_ISDIR(kind):
-            raise ToolError(f"'{shorten(path)}' is a folder, not a file; call list_files to see inside it")
-        if not stat.S_ISREG(kind):
-            raise ToolError(f"'{shorten(path)}' is not a regular file (a pipe or a device); it cannot be read")
-        _still_inside(fd, path)
-        with open(fd, encoding="utf-8", errors="replace", closefd=False) as f:   # bytes that are not UTF-8 become �
-            text, rest = f.read(wanted), f.read(MAX_COUNTED)   # bounded work, however large the file
-            more = f.read(1) != ""
-    except OS_FAILURES as e:
-        raise os_problem(path, e) from None
-    finally:
-        os.close(fd)
     if rest:
         left = f"more than {len(rest):,}" if more else f"{len(rest):,}"
         how = "pass a larger max_chars to see more" if wanted < MAX_READ_CHARS else \
@@ -153,9 +150,8 @@ def list_files(directory: str = ".") -> str:
         raise os_problem(directory, e) from None
     if not names and not unseen:
         return f"'{shorten(directory)}' is empty"
-    more = f"\n[... {len(names) - MAX_LISTED} more not shown]" if len(names) > MAX_LISTED else ""
-    if unseen:
-        more = f"\n[... the folder has more than {MAX_SCANNED:,} entries; only some are listed]"
+    more = (f"\n[... the folder has more than {MAX_SCANNED:,} entries; only some are listed]" if unseen else
+            f"\n[... {len(names) - MAX_LISTED} more not shown]" if len(names) > MAX_LISTED else "")
     return "\n".join(names[:MAX_LISTED]) + more
 
 

@@ -21,6 +21,10 @@ STAGES = {"workspace.py": 1, "tools.py": 1, "registry.py": 2, "describe.py": 3, 
           "retrieval.py": 11, "planning.py": 11, "orchestration.py": 11, "structured.py": 11,
           "eval_tasks.py": 12, "evaluation.py": 12, "mcp_bridge.py": 13, "mcp_client.py": 13}
 TOTAL_BUDGET = 4000   # all stage modules together: the library a learner reads (README: "small enough to read")
+# Counted apart from TOTAL_BUDGET, each with its one-line reason: a module's section, from its marker line to the end.
+TOTAL_EXCEPTIONS = {
+    "models/openai.py": "# -- the Responses API",   # OpenAI's second API (issue 25): stage 08's fourth wire format
+}
 STAGE_BUDGET = 250    # any one stage module, whole file, comments and docstring included
 STAGE_EXCEPTIONS = {
     "agent.py": 170,               # stage 06 is the loop alone: the lesson's MiniAgent plus what a run leaves
@@ -59,15 +63,31 @@ def test_stage_module_is_within_its_line_budget(name):
     assert lines(name) <= budget, f"{name} has {lines(name)} lines, over its budget of {budget}"
 
 
+def counted(name: str) -> int:
+    """The lines of ``name`` that count toward TOTAL_BUDGET: all but an exception's section."""
+    text = (PACKAGE / name).read_text(encoding="utf-8").splitlines()
+    marker = TOTAL_EXCEPTIONS.get(name)
+    return next(i for i, line in enumerate(text) if line.startswith(marker)) if marker else len(text)
+
+
 def test_the_stage_modules_together_stay_readable_in_an_evening():
-    total = sum(map(lines, STAGES))
-    assert total <= TOTAL_BUDGET, f"the stage modules have {total} lines together, over {TOTAL_BUDGET}"
+    total = sum(map(counted, STAGES))
+    apart = sum(map(lines, STAGES)) - total
+    assert total <= TOTAL_BUDGET, f"the stage modules have {total} lines together (and {apart} counted apart), " \
+                                  f"over {TOTAL_BUDGET}"
+
+
+def test_each_section_counted_apart_is_a_real_section_of_a_stage_module():
+    for name, marker in TOTAL_EXCEPTIONS.items():
+        assert name in STAGES and 0 < counted(name) < lines(name), f"{name} has no section starting {marker!r}"
 
 
 def test_the_readme_states_the_line_budget_beside_small_enough_to_read():
     readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
     sentence = next(" ".join(p.split()) for p in readme.split("\n\n") if "small enough to read" in " ".join(p.split()))
     assert f"{TOTAL_BUDGET:,}" in sentence, sentence
+    apart = sum(map(lines, STAGES)) - sum(map(counted, STAGES))
+    assert "Responses API" in sentence and f"{apart} lines" in sentence, sentence   # what is counted apart, and how much
 
 
 @pytest.mark.parametrize("name", sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "courseware").rglob("*.py")))

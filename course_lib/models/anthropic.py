@@ -57,9 +57,7 @@ def history_to_anthropic(history: list[dict]) -> tuple[str, list[dict]]:
     the API wants user and assistant turns to alternate; tool results thus share one user message."""
     system = "\n\n".join(m["content"] for m in history if m["role"] == "system")
     messages: list[dict] = []
-    for m in history:
-        if m["role"] == "system":
-            continue
+    for m in (m for m in history if m["role"] != "system"):   # the system messages went into ``system``
         if m["role"] == "assistant":
             message = {"role": "assistant", "content": _assistant_content(m)}
         elif m["role"] == "tool":

@@ -97,15 +97,12 @@ class Reply:
             calls = value.get("tool_calls") or ()
             if not isinstance(calls, (list, tuple)):
                 raise ModelError(f'a reply\'s "tool_calls" must be a list of calls, not {type(calls).__name__}')
-            calls = tuple(_tool_call(c, i) for i, c in enumerate(calls))
-            return cls(text=value.get("text", ""), tool_calls=calls, usage=value.get("usage"), stop=value.get("stop"),
-                       provider_stop=value.get("provider_stop"), thinking=value.get("thinking", ""))
+            return cls(**{**value, "tool_calls": tuple(_tool_call(c, i) for i, c in enumerate(calls))})
         raise ModelError(f"a model reply must be text, a dict or a Reply, not {type(value).__name__}")
 
 
 def _only(value: dict, allowed: tuple, what: str) -> None:   # a typo ("tool" for "name"): a sentence, no KeyError
-    unknown = [k for k in value if k not in allowed]
-    if unknown:
+    if unknown := [k for k in value if k not in allowed]:
         raise ModelError(f"{what} has unknown key(s) {', '.join(map(repr, unknown))}; "
                          f"it may have: {', '.join(allowed)}")
 

@@ -52,4 +52,3 @@ class ScriptedModel:
 
     def __repr__(self) -> str:
         return f"ScriptedModel({len(self.calls)}/{len(self.replies)} replies used)"
-
