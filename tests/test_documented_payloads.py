@@ -106,6 +106,8 @@ def test_the_whole_openai_loop_on_documented_payloads():
     ("anthropic", "anthropic_413_request_too_large.json", "too large (413)", "model_error"),
     ("anthropic", "anthropic_429_rate_limit_error.json", "rate-limiting", "model_error"),
     ("anthropic", "anthropic_529_overloaded_error.json", "overloaded", "model_error"),
+    ("anthropic", "anthropic_400_usage_limits.json", "not a rate limit", "model_error"),      # a spend limit
+    ("anthropic", "anthropic_429_extra_usage_required.json", "not a rate limit", "model_error"),   # nothing to wait for
     ("openai", "openai_429_insufficient_quota.json", "not a rate limit", "model_error"),
     ("openai", "openai_429_rate_limit_exceeded.json", "rate-limiting", "model_error"),
     ("openai", "openai_404_model_not_found.json", "model ID", "model_error"),

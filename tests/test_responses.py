@@ -280,3 +280,17 @@ def test_a_request_without_a_key_is_a_401_and_the_script_s_contradiction_a_500()
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.build_opener(urllib.request.ProxyHandler({})).open(request, timeout=10)
         assert info.value.code == 401
+
+
+def test_an_item_the_api_does_not_know_is_its_own_sentence_not_a_retired_model():
+    with StandInServer(THOUGHT) as server:
+        output, _ = thought_and_calls(server, store=False)
+        bare = [{k: v for k, v in i.items() if k != "encrypted_content"} for i in output]   # as if never asked for
+        turn = {"role": "assistant", "content": "", "raw": {"format": "openai-responses", "content": bare},
+                "tool_calls": [{"id": i["call_id"], "name": i["name"], "args": {}} for i in output[1:]]}
+        results = [{"role": "tool", "tool_call_id": i["call_id"], "name": i["name"], "content": "ok"} for i in output[1:]]
+        with pytest.raises(ModelError) as info:
+            model(server).complete([ASKED, turn, *results], {})
+    said = str(info.value)
+    assert said.startswith("OpenAI does not know an item this request sends back (404).") and "rs_standin_01" in said
+    assert "retired" not in said and "base URL" not in said

@@ -105,7 +105,8 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
     elif "context_length" in low or "prompt is too long" in low or "context window" in low:
         return ContextFullError(f"The conversation no longer fits the model's context window ({name}, {status}): "
                                 f"trim or summarise the history, or start a new run.{said}")
-    elif status == 402 or "billing_error" in low or "insufficient_quota" in low or "credit balance" in low:
+    elif status == 402 or any(w in low for w in ("billing_error", "insufficient_quota", "credit", "usage limit",
+                                                 "extra usage")):   # Anthropic's spend limits: a 400, or a 429
         text = (f"{name} says this key has no credit or quota left ({status} {code or kind or 'billing'}): this is "
                 "not a rate limit and waiting will not help; add billing or credit to the account, or use another key")
     elif status == 401:
@@ -115,6 +116,8 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
     elif status == 404 and provider == "ollama":
         text = (f"Ollama has no model '{model}' (404): run `ollama pull {model}`, or set COURSE_OLLAMA_MODEL to a "
                 "model you have (`ollama list`)")
+    elif status == 404 and "item with id" in low:   # the Responses API: an input item it does not know
+        text = f"{name} does not know an item this request sends back (404)"
     elif status == 404:
         v1 = ", which for OpenAI ends in /v1" if provider == "openai" else ""
         text = (f"{name} answered 404 not found: either the model ID '{model}' is retired or misspelt (set "
