@@ -109,7 +109,7 @@ class Responses:
         if previous is not None and previous not in self.stored:
             raise _Rejected(f"Previous response with id '{previous}' not found.", param="previous_response_id",
                             code="previous_response_not_found")
-        items = (self.stored[previous] if previous else []) + _items(body.get("input"))
+        items = self.conversation(body)
         if not items:
             raise _Rejected("Invalid 'input': empty array. Expected an array with minimum length 1.", param="input")
         self._check_items(items, body.get("store") is False)
@@ -151,7 +151,12 @@ class Responses:
         if calls:
             raise _bad(f"No tool output found for function call {calls[0]}.")
 
-    def remember(self, body: dict, items: list[dict], response: dict) -> None:
+    def conversation(self, body: dict) -> list[dict]:
+        """The stored items ``previous_response_id`` names, then the request's own ``input``."""
+        previous = body.get("previous_response_id")
+        return (self.stored[previous] if previous else []) + _items(body.get("input"))
+
+    def remember(self, body: dict, response: dict) -> None:   # after check() accepted the request
         last = None
         for item in response["output"]:
             if item["type"] == "reasoning":
@@ -159,7 +164,7 @@ class Responses:
             elif item["type"] == "function_call" and last:
                 self.after[item["id"]] = last
         if body.get("store") is not False:
-            self.stored[response["id"]] = items + response["output"]
+            self.stored[response["id"]] = self.conversation(body) + response["output"]
 
 
 def _encrypted(body: dict, n: int, text: str) -> str:

@@ -21,10 +21,9 @@ _NO_STREAM = {   # our own words, in each API's shape (OpenAI's after its "this 
                   "(messages.create, not messages.stream)", {}),
     "openai": ("Unsupported value: 'stream' does not support true on the local stand-in server, which does not "
                "stream. Supported values are: false.", {"param": "stream", "code": "unsupported_value"}),
-    "responses": ("Unsupported value: 'stream' does not support true on the local stand-in server, which does not "
-                  "stream. Supported values are: false.", {"param": "stream", "code": "unsupported_value"}),
     "ollama": ("the local stand-in server does not stream: send \"stream\": false (Ollama streams unless told "
                "not to)", {})}
+_NO_STREAM["responses"] = _NO_STREAM["openai"]   # the same words, in the same error shape
 _CHECKS = {"anthropic": anthropic.check, "openai": openai.check, "ollama": ollama.check}
 _FORMATS = {"anthropic": anthropic.reply, "openai": openai.reply, "ollama": ollama.reply,
             "responses": responses.reply}
@@ -106,7 +105,7 @@ class StandInServer:
             if api == "anthropic":
                 self._thinking.remember(body, reply["content"])
             if api == "responses":
-                self._responses.remember(body, self._responses.check(body), reply)
+                self._responses.remember(body, reply)
         return 200, reply, {_ID_HEADER[api]: rid} if api in _ID_HEADER else {}
 
     def _check_safely(self, api: str, body: dict) -> _Rejected | None:
