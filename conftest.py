@@ -1,10 +1,17 @@
 """Shared pytest set-up, and the fixtures several test files use. Notebook kernels started by nbval inherit this process's environment, so the
 offline rules are applied here: a fixed hash seed and no API keys (unless COURSE_LIVE=1 asks for live runs)."""
 import os
+import sys
 
 import pytest
 
 os.environ["PYTHONHASHSEED"] = "0"
+# Compiled modules are kept (in __pycache__, which git ignores) even where the environment asks Python not to write
+# them (PYTHONDONTWRITEBYTECODE=1): the suite starts hundreds of Python processes (kernels, `course` commands,
+# graders, stand-in servers), and each compiling course_lib, and pytest rewriting every test file, from source again
+# made `make test` twice as slow on 2 cores.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 os.environ["COURSE_APPROVAL"] = "deny"   # nobody can click Approve in CI: writes are denied, as the notebooks show
 if os.environ.get("COURSE_LIVE") != "1":
     for key in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "COURSE_MAX_STEPS",

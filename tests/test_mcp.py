@@ -672,7 +672,7 @@ class Session:
         return code, stderr
 
 
-@pytest.mark.parametrize("line, code, n", [
+DROPPED = [   # (line, the error code it is answered with, the id of the answer)
     ('{"id": 5, "method": "ping"}', -32600, 5),                                 # no "jsonrpc"
     ('{"jsonrpc": "1.0", "id": 6, "method": "ping"}', -32600, 6),
     ('{"jsonrpc": "2.0", "id": null, "method": "ping"}', -32600, None),        # MCP: an id is never null
@@ -683,21 +683,25 @@ class Session:
     ('"ping"', -32600, None),
     ('{"jsonrpc": "2.0", "id": 7, "method": "ping"', -32700, None),            # a missing brace: not JSON
     ('{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": ["calculator"]}', -32602, 8),
-])
-def test_course_mcp_serve_answers_a_message_the_sdk_would_drop_as_json_rpc_2_0_says(tmp_path, line, code, n):
+]
+
+
+def test_course_mcp_serve_answers_a_message_the_sdk_would_drop_as_json_rpc_2_0_says(tmp_path):
     """JSON-RPC 2.0, section 5.1: a parse error is -32700 with id null, an invalid request -32600; the MCP SDK
-    alone drops both without a word, and a client that waits for the answer waits for ever."""
+    alone drops both without a word, and a client that waits for the answer waits for ever. One session takes
+    them all, one after another: after each, a notification still gets no answer and a ping its own."""
     session = Session(tmp_path)
     try:
         session.hello()
-        session.send(line)
-        answer = session.answer()
-        assert answer is not None, f"no answer to {line}"
-        assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", n, code)
-        assert answer["error"]["message"]
-        session.send('{"jsonrpc": "2.0", "method": "notifications/nothing"}')   # a notification: still no answer
-        session.send('{"jsonrpc": "2.0", "id": 9, "method": "ping"}')   # and the session goes on
-        assert session.answer() == {"jsonrpc": "2.0", "id": 9, "result": {}}
+        for k, (line, code, n) in enumerate(DROPPED):
+            session.send(line)
+            answer = session.answer()
+            assert answer is not None, f"no answer to {line}"
+            assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", n, code), (line, answer)
+            assert answer["error"]["message"], line
+            session.send('{"jsonrpc": "2.0", "method": "notifications/nothing"}')   # a notification: no answer
+            session.send(json.dumps({"jsonrpc": "2.0", "id": 100 + k, "method": "ping"}))   # the session goes on
+            assert session.answer() == {"jsonrpc": "2.0", "id": 100 + k, "result": {}}, f"after {line}"
     finally:
         assert session.close()[0] == 0
 
@@ -965,7 +969,7 @@ def my_request_cell(mine: str) -> str:
     return f"my_request = {mine}\n" + cell[cell.index("\n\n"):]
 
 
-@pytest.mark.parametrize("mine, said", [
+ATTEMPTS = [   # (what a learner writes as my_request, what the cell says)
     ('{"id": 100, "method": "tools/call", "params": {"name": "lookup", "arguments": {"topic": "단가"}}}',
      "✗ the server refused it (JSON-RPC error -32600): Invalid Request"),
     ('{"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": {"name": "lookup", "arguments": {}}}',
@@ -978,11 +982,19 @@ def my_request_cell(mine: str) -> str:
      "✗ a request needs an id"),
     ('{"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {"name": "lookup", "arguments": {"topic": "x"}}}',
      "✗ not yet"),
-])
-def test_the_write_a_request_cell_answers_every_attempt_and_never_hangs(mine, said):
-    result = run_lesson(lesson_code(*START) + "\n\n" + my_request_cell(mine) + "\n\n" + lesson_code(CLOSE))
+]
+
+
+def test_the_write_a_request_cell_answers_every_attempt_and_never_hangs():
+    """A learner runs the cell again and again, a new attempt each time, against the one server of section 2."""
+    attempts = "".join(f"print('--- attempt {k}')\n" + my_request_cell(mine) + "\n\n"
+                       for k, (mine, _) in enumerate(ATTEMPTS))
+    result = run_lesson(lesson_code(*START) + "\n\n" + attempts + lesson_code(CLOSE))
     assert result.returncode == 0, result.stderr
-    assert said in result.stdout and "✓" not in result.stdout, result.stdout
+    said = result.stdout.split("--- attempt ")[1:]
+    assert len(said) == len(ATTEMPTS), result.stdout
+    for k, ((mine, expected), out) in enumerate(zip(ATTEMPTS, said)):
+        assert out.startswith(f"{k}\n") and expected in out and "✓" not in out, (mine, out)
 
 
 def test_a_ctrl_c_in_the_notebook_does_not_stop_the_server_of_section_2():
