@@ -252,6 +252,55 @@ def test_anthropic_stop_reasons_are_sent_verbatim():
     assert seen == ANTHROPIC_STOPS
 
 
+SEARCHING = {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "unit price"}}
+
+
+def test_a_paused_turn_goes_back_whole_and_its_continuation_is_one_reply():
+    """pause_turn (platform.claude.com/docs/en/build-with-claude/handling-stop-reasons): "send the assistant content
+    back to continue". The adapter does, and the stand-in takes that one assistant message last, and no other."""
+    from course_lib.agent import Agent
+    from course_lib.models.anthropic import AnthropicModel
+    script = [{"blocks": [SEARCHING], "text": "Searching. ", "stop_reason": "pause_turn",
+               "usage": {"input_tokens": 10, "output_tokens": 3}},
+              {"text": "Still searching. ", "stop_reason": "pause_turn", "usage": {"input_tokens": 20, "output_tokens": 4}},
+              {"text": "One unit costs $24.", "usage": {"input_tokens": 30, "output_tokens": 5}}]
+    with StandInServer(script) as server:
+        model = AnthropicModel("claude-haiku-5-5", base_url=server.url, api_key="sk-standin", max_retries=0)
+        agent = Agent({}, model)
+        answer = agent.run("What does one unit cost?")
+        sent = [r["body"]["messages"] for r in server.requests]
+    assert server.problems == [] and answer == "Searching. Still searching. One unit costs $24."
+    assert agent.stop_reason == "finish" and agent.trace[0].usage == {"input_tokens": 60, "output_tokens": 12}
+    assert [m["role"] for m in sent[0]] == ["user"]
+    assert sent[1][-1] == {"role": "assistant", "content": [SEARCHING, {"type": "text", "text": "Searching. "}]}
+    assert sent[2][-1]["content"] == sent[1][-1]["content"] + [{"type": "text", "text": "Still searching. "}]
+    assert sent[1][:-1] == sent[2][:-1] == sent[0]   # the same conversation, the paused turn growing at its end
+    kept = agent.history[-1]["raw"]["content"]   # the whole turn, as the API sent it, stays in the history
+    assert kept == sent[2][-1]["content"] + [{"type": "text", "text": "One unit costs $24."}]
+
+
+def test_a_turn_still_paused_after_three_continuations_fails_the_call_and_is_never_an_answer():
+    from course_lib.agent import Agent
+    from course_lib.models.anthropic import PAUSES, AnthropicModel
+    with StandInServer([{"text": f"part {n}", "stop_reason": "pause_turn"} for n in range(PAUSES + 1)]) as server:
+        agent = Agent({}, AnthropicModel("claude-haiku-5-5", base_url=server.url, api_key="sk-standin", max_retries=0))
+        answer = agent.run("What does one unit cost?")
+    assert len(server.requests) == PAUSES + 1 and server.problems == []
+    assert agent.stop_reason == "model_error" and "part" not in answer
+    assert f"still paused (pause_turn) after it was sent back {PAUSES} times" in agent.trace[-1].error, agent.trace
+
+
+def test_only_a_paused_turn_as_it_was_issued_may_end_the_conversation():
+    with StandInServer([{"text": "Searching.", "stop_reason": "pause_turn"}, {"text": "done"}]) as server:
+        client = claude(server)
+        paused = ask(client, [GOAL])
+        blocks = [b.model_dump(exclude_none=True) for b in paused.content]
+        for content in ([{"type": "text", "text": "Searching!"}], blocks + [{"type": "text", "text": "more"}]):
+            with pytest.raises(anthropic.BadRequestError, match="does not support assistant message prefill"):
+                ask(client, [GOAL, {"role": "assistant", "content": content}])
+        assert ask(client, [GOAL, {"role": "assistant", "content": blocks}]).content[0].text == "done"
+
+
 def test_openai_finish_reasons_are_sent_verbatim():
     with StandInServer([{"text": "partial", "finish_reason": f} for f in OPENAI_FINISHES]) as server:
         client = gpt(server)

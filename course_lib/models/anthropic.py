@@ -3,8 +3,8 @@
 Adds: pure translations that unit tests feed plain dicts (``tools_to_anthropic``, ``history_to_anthropic``,
 ``reply_from_anthropic``) and ``AnthropicModel``, which calls the SDK with them. Thinking blocks (signed or redacted)
 go back unchanged, in order, with their ``tool_use`` turn: ``Reply.raw`` keeps the blocks as they came, unknown types
-too. Stop reasons: ``refusal`` → ``"refused"``, ``max_tokens`` → ``"max_tokens"`` (a cut-off ``tool_use`` never
-runs), ``model_context_window_exceeded`` → ``"context_full"``.
+too. Stop reasons: ``refusal`` → ``"refused"``, ``max_tokens`` (a cut-off ``tool_use`` never runs),
+``model_context_window_exceeded`` → ``"context_full"``; a paused turn (``pause_turn``) is sent back to go on.
 
 Leaves out: streaming, prompt caching, images and ``temperature`` (the current SDK's ``messages.create`` dropped it).
 """
@@ -23,6 +23,7 @@ from .remote import call_api, checked_choice, make_client
 # refuses a non-streaming call whose max_tokens could take over ten minutes (about 21,000 tokens and up).
 DEFAULT_MAX_TOKENS = 16000
 STOPS = {"refusal": "refused", "max_tokens": "max_tokens", "model_context_window_exceeded": "context_full"}
+PAUSES = 3   # times a paused turn is sent back to go on: still paused after that, the call fails
 THINKING = {"adaptive": {"type": "adaptive"}, "summarized": {"type": "adaptive", "display": "summarized"},
             "disabled": {"type": "disabled"}}
 EFFORTS = ("low", "medium", "high", "xhigh", "max")
@@ -76,8 +77,7 @@ def reply_from_anthropic(data: dict) -> Reply:
     blocks = data.get("content") or []
     calls = tuple(ToolCall(name=b["name"], args=scrub(b.get("input") or {}), id=b["id"])
                   for b in blocks if b.get("type") == "tool_use")
-    usage = data.get("usage") or {}
-    reason = data.get("stop_reason")
+    usage, reason = data.get("usage") or {}, data.get("stop_reason")
     return Reply(text=scrub("".join(b.get("text", "") for b in blocks if b.get("type") == "text")), tool_calls=calls,
                  usage={k: usage.get(k) or 0 for k in ("input_tokens", "output_tokens")},
                  stop=STOPS.get(reason), provider_stop=reason,
@@ -95,7 +95,6 @@ def _setting(value, variable: str, allowed, what: str):
 
 class AnthropicModel:
     """Claude through the Messages API. ``AnthropicModel()`` reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
-
     ``thinking``: None (the model decides), ``"adaptive"``, ``"summarized"`` (with a summary of the thinking),
     ``"disabled"``, or a dict sent as it is; ``effort``: None (the model's default) or one of ``EFFORTS``.
     Left None, they come from COURSE_ANTHROPIC_THINKING and COURSE_ANTHROPIC_EFFORT when set."""
@@ -116,9 +115,8 @@ class AnthropicModel:
         """The keyword arguments for ``client.messages.create``: plain data, handy to print. ``tool_choice`` (stage 11):
         ``"auto"``, ``"any"``, ``"none"`` or a tool's name; the API refuses a forced one while thinking is on."""
         system, converted = history_to_anthropic(messages)
-        request = {"model": self.model, "max_tokens": self.max_tokens, "messages": converted}
-        if system:
-            request["system"] = system
+        request = {"model": self.model, "max_tokens": self.max_tokens, "messages": converted,
+                   **({"system": system} if system else {})}
         if tools and self.native_tools:
             request["tools"] = tools_to_anthropic(tools)
         if tool_choice is not None:
@@ -137,9 +135,16 @@ class AnthropicModel:
                  tool_choice: str | None = None) -> Reply:
         # a subclass written before stage 11 may override request(messages, tools): pass tool_choice only if set
         request = self.request(messages, tools) if tool_choice is None else self.request(messages, tools, tool_choice)
-        response = call_api("anthropic", self.model, lambda: self.client.messages.create(**request),
-                            base_url=str(getattr(self.client, "base_url", "")))
-        return reply_from_anthropic(response.model_dump(exclude_unset=True))
+        content, usage, sent = [], {}, request["messages"]
+        for _ in range(1 + PAUSES):   # pause_turn: a server tool's loop paused the turn; sent back, it goes on
+            data = call_api("anthropic", self.model, lambda: self.client.messages.create(**request),
+                            base_url=str(getattr(self.client, "base_url", ""))).model_dump(exclude_unset=True)
+            content, counts = content + (data.get("content") or []), data.get("usage") or {}
+            usage = {k: usage.get(k, 0) + (counts.get(k) or 0) for k in ("input_tokens", "output_tokens")}
+            if data.get("stop_reason") != "pause_turn":
+                return reply_from_anthropic({**data, "content": content, "usage": usage})
+            request = {**request, "messages": [*sent, {"role": "assistant", "content": content}]}
+        raise ModelError(f"the model's turn was still paused (pause_turn) after it was sent back {PAUSES} times")
 
     def __repr__(self) -> str:
         return f"AnthropicModel(model={self.model!r}, native_tools={self.native_tools})"

@@ -109,9 +109,6 @@ def _anthropic_rules(body: dict) -> None:
             said = "Input should be 'object'" if "type" in schema else "Field required"
             raise _Rejected(f"tools.{k}.custom.input_schema.type: {said}")
     messages = body["messages"]
-    if messages[-1].get("role") == "assistant":
-        raise _Rejected("This model does not support assistant message prefill. The conversation must end "
-                        "with a user message.")
     for i, m in enumerate(messages):
         if not m.get("content"):
             raise _Rejected(f"messages.{i}: all messages must have non-empty content except for the optional "
@@ -129,13 +126,19 @@ def _anthropic_rules(body: dict) -> None:
 
 
 class Thinking:
-    """The thinking blocks one server issued, each with what it was signed for, checked when they come back."""
+    """The thinking blocks one server issued, each with what it was signed for, checked when they come back; and
+    its paused turns (``pause_turn``), the only assistant message a conversation may end with: it is sent back,
+    whole, to be continued (platform.claude.com/docs/en/build-with-claude/handling-stop-reasons)."""
 
     def __init__(self):
         self.issued: dict[str, tuple] = {}   # signature (or data) -> (block, its prefix, blocks before it)
         self.tool_ids: set[str] = set()      # tool_use ids issued together with thinking blocks
+        self.paused: set[str] = set()        # digests of the paused turns, each as its continuation must send it
 
-    def remember(self, body: dict, content: list[dict]) -> None:
+    def remember(self, body: dict, reply: dict) -> None:
+        content, last = reply["content"], body["messages"][-1]
+        if reply["stop_reason"] == "pause_turn":   # a continued turn grows: the blocks so far, then these
+            self.paused.add(_digest((_blocks(last["content"]) if last.get("role") == "assistant" else []) + content))
         thoughts = [b for b in content if b.get("type") in _THINKING]
         for k, block in enumerate(thoughts):
             self.issued[_key(block)] = (dict(block), _prefix(body), _digest([_key(b) for b in thoughts[:k]]))
@@ -144,6 +147,9 @@ class Thinking:
 
     def check(self, body: dict) -> str | None:
         messages, now = body["messages"], _prefix(body)
+        if messages[-1].get("role") == "assistant" and _digest(_blocks(messages[-1]["content"])) not in self.paused:
+            raise _Rejected("This model does not support assistant message prefill. The conversation must end "
+                            "with a user message.")
         binding = (body.get("thinking") or {}).get("block_binding") or {}
         final = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=None)
         for i, m in enumerate(messages):
@@ -163,6 +169,10 @@ class Thinking:
                     return f"messages.{i}.content.{j}: {_BOUND} {changed}"
                 seen.append(_key(b))
         return None
+
+
+def _blocks(content) -> list:
+    return content if isinstance(content, list) else [{"type": "text", "text": content}]
 
 
 def _key(block: dict) -> str:

@@ -103,7 +103,7 @@ class StandInServer:
                                           "output_tokens": max(1, len(json.dumps(turn, ensure_ascii=False)) // 4)}
             reply = _FORMATS[api](body, turn, usage, number)
             if api == "anthropic":
-                self._thinking.remember(body, reply["content"])
+                self._thinking.remember(body, reply)
             if api == "responses":
                 self._responses.remember(body, reply)
         return 200, reply, {_ID_HEADER[api]: rid} if api in _ID_HEADER else {}
