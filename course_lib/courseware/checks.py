@@ -194,10 +194,10 @@ def _raise_in(thread: threading.Thread) -> bool:
         set_async_exc = ctypes.pythonapi.PyThreadState_SetAsyncExc
     except (ImportError, AttributeError):   # not CPython
         return False
-    top = getattr(sys._current_frames().get(thread.ident), "f_code", None)   # handing its row over (work, below)?
-    handing = top and top.co_filename == __file__ and top.co_name in ("work", "_untouchable", "<lambda>")
-    changed = 1 if handing else set_async_exc(ctypes.c_ulong(thread.ident), ctypes.py_object(_Abandoned))   # no
-    # stop is sent there, where it would escape the thread's last try: the caller asks again, 10 ms later
+    top = getattr(sys._current_frames().get(thread.ident), "f_code", None)
+    if top and top.co_filename == __file__ and top.co_name in ("work", "_untouchable", "<lambda>"):
+        return True   # handing its row over (work, below): a stop there would escape; the caller asks again
+    changed = set_async_exc(ctypes.c_ulong(thread.ident), ctypes.py_object(_Abandoned))
     if changed > 1:   # should never happen: undo, as the C API documentation says
         set_async_exc(ctypes.c_ulong(thread.ident), None)
     return changed == 1

@@ -1,7 +1,7 @@
 """The stand-in's Anthropic Messages API (``POST /v1/messages``): the checks the real API makes, in its words
 where we found them, ``tool_choice`` as it reads it, signed thinking blocks, and a reply in its shape.
 
-Thinking blocks are signed for the request that produced them: ``Thinking`` remembers each block it issued
+Thinking blocks are signed for the request that produced them: ``Issued`` remembers each block it issued
 with the system prompt, tools and messages before it, and refuses one that comes back altered, or in a
 conversation that did not only grow since. One check is stricter than Anthropic's: user and assistant turns
 must alternate (the API may merge neighbours), so an adapter that forgets to merge them is caught.
@@ -125,9 +125,9 @@ def _anthropic_rules(body: dict) -> None:
                             "number of `tool_result` blocks.")
 
 
-class Thinking:
-    """The thinking blocks one server issued, each with what it was signed for, checked when they come back; and
-    its paused turns (``pause_turn``), the only assistant message a conversation may end with: it is sent back,
+class Issued:
+    """What one server issued, checked when it comes back: thinking blocks, each with what it was signed for; and
+    paused turns (``pause_turn``), the only assistant message a conversation may end with: one is sent back,
     whole, to be continued (platform.claude.com/docs/en/build-with-claude/handling-stop-reasons)."""
 
     def __init__(self):
@@ -171,7 +171,7 @@ class Thinking:
         return None
 
 
-def _blocks(content) -> list:
+def _blocks(content) -> list:   # the stand-in's own, not the adapter's: a shared mistake would go unseen
     return content if isinstance(content, list) else [{"type": "text", "text": content}]
 
 

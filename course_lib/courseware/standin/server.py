@@ -37,7 +37,7 @@ class StandInServer:
         self._scripted = len(self.turns)
         self.requests: list[dict] = []   # {"api": ..., "body": {...}} per request, in order
         self.problems: list[str] = []
-        self._thinking = anthropic.Thinking()   # the signed thinking blocks issued, to check when they return
+        self._issued = anthropic.Issued()   # signed thinking blocks and paused turns, to check when they return
         self._responses = responses.Responses()   # stored responses and issued reasoning items (Responses API)
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -103,7 +103,7 @@ class StandInServer:
                                           "output_tokens": max(1, len(json.dumps(turn, ensure_ascii=False)) // 4)}
             reply = _FORMATS[api](body, turn, usage, number)
             if api == "anthropic":
-                self._thinking.remember(body, reply)
+                self._issued.remember(body, reply)
             if api == "responses":
                 self._responses.remember(body, reply)
         return 200, reply, {_ID_HEADER[api]: rid} if api in _ID_HEADER else {}
@@ -115,7 +115,7 @@ class StandInServer:
                 self._responses.check(body)
                 _choice(api, body)
                 return None
-            problem = _check(api, body) or (self._thinking.check(body) if api == "anthropic" else None)
+            problem = _check(api, body) or (self._issued.check(body) if api == "anthropic" else None)
         except _Rejected as rejected:
             return rejected
         except (AttributeError, KeyError, TypeError, IndexError) as e:   # a message or block of the wrong shape
