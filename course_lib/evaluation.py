@@ -8,6 +8,7 @@ a human-labelled set to check the judge against, and exact costs (tokens not rep
 """
 from __future__ import annotations
 
+import random
 import re
 import threading
 import time
@@ -67,18 +68,15 @@ def cost_of(agent) -> dict:
 
 def grade_trajectory(task: dict, agent) -> dict:
     """``{"passed": bool, "why": str}``: required tools used, no forbidden one, finished within the limits."""
-    used, problems = [run.tool for step in agent.trace for run in step.runs], []
+    used = [run.tool for step in agent.trace for run in step.runs]
     missing = [t for t in task.get("required_tools", []) if t not in used]
     banned = sorted(set(used) & set(task.get("forbidden_tools", [])))
-    for label, tools in (("never called", missing), ("called forbidden", banned)):
-        problems += [f"{label} {', '.join(tools)}"] if tools else []
-    if agent.stop_reason != "finish":
-        problems.append(f"did not finish (stop reason {agent.stop_reason!r})")
-    if agent.steps > task["max_steps"]:
-        problems.append(f"took {agent.steps} steps, over {task['max_steps']}")
-    cost = cost_of(agent)["cost"]
-    if task.get("max_cost") and cost > task["max_cost"]:
-        problems.append(f"cost ${cost:.5f}, over ${task['max_cost']:.5f}")
+    cost, cap = cost_of(agent)["cost"], task.get("max_cost") or 0
+    problems = [problem for problem, found in (   # each problem's text, and whether this run has it
+        (f"never called {', '.join(missing)}", missing), (f"called forbidden {', '.join(banned)}", banned),
+        (f"did not finish (stop reason {agent.stop_reason!r})", agent.stop_reason != "finish"),
+        (f"took {agent.steps} steps, over {task['max_steps']}", agent.steps > task["max_steps"]),
+        (f"cost ${cost:.5f}, over ${cap:.5f}", cap and cost > cap)) if found]
     return {"passed": not problems, "why": "; ".join(problems) or f"finished in {agent.steps} steps"}
 
 
@@ -105,12 +103,13 @@ def is_transient(error: BaseException) -> bool:
 
 class with_retries:
     """``model`` with ``latency_ms`` per call; a transient error (left after an SDK's retries) is retried after
-    ``backoff``, doubling, or a longer ``Retry-After`` (≤ ``max_wait``); others: ModelErrors. ``retried`` counts."""
+    ``backoff``, doubling, less up to ``jitter`` of it at random, or a longer ``Retry-After`` (≤ ``max_wait``)."""
     def __init__(self, model, *, retries: int = 3, backoff: float = 0.5, latency_ms: float = 0, sleep=time.sleep,
-                 stop=None, max_wait: float = 60):
+                 stop=None, max_wait: float = 60, jitter: float = 0.25, random=random.random):
         self.model, self.retries, self.backoff, self.latency_ms, self.sleep = model, retries, backoff, latency_ms, sleep
         self.native_tools, self.protocol = getattr(model, "native_tools", False), getattr(model, "protocol", None)
         self.retried, self.stop, self.max_wait = 0, stop if stop is not None else threading.Event(), max_wait
+        self.jitter, self.random = jitter, random   # clients that failed together do not all retry together
 
     def complete(self, messages, tools=None) -> Reply:
         for attempt in range(self.retries + 1):
@@ -121,10 +120,11 @@ class with_retries:
             except Exception as e:   # KeyboardInterrupt still stops everything
                 error = e if isinstance(e, ModelError) else ModelError(f"{type(e).__name__}: {e}")
                 if not is_transient(error) or attempt == self.retries:
-                    raise error from (None if error is e else e)
+                    raise error from (None if error is e else e)   # as a ModelError
                 self.retried += 1
                 asked = getattr(error, "retry_after", None) or getattr(error.__cause__, "retry_after", None) or 0
-                self.sleep(min(max(self.backoff * 2 ** attempt, asked), self.max_wait))
+                backoff = self.backoff * 2 ** attempt * (1 - self.jitter * self.random())
+                self.sleep(min(max(backoff, asked), self.max_wait))   # as anthropic/_base_client.py does
 
 
 def run_task(task: dict, make_model, *, repeat: int = 0, latency_ms: float = 0, retries: int = 3,

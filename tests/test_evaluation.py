@@ -328,7 +328,7 @@ def test_rate_limits_are_retried_with_backoff_then_succeed():
     waits = []
     model = ScriptedModel([RateLimitError("429: rate limit exceeded"), RateLimitError("Rate-limited, slow down"),
                            act("finish", answer="x")])
-    wrapped = with_retries(model, retries=3, backoff=0.25, sleep=waits.append)
+    wrapped = with_retries(model, retries=3, backoff=0.25, sleep=waits.append, jitter=0)
     assert wrapped.complete([{"role": "user", "content": "hi"}]).text == act("finish", answer="x")
     assert waits == [0.25, 0.5] and wrapped.retried == 2 and len(model.calls) == 3
     result = run_task(BY_ID["power-of-two"], lambda t: ScriptedModel(
@@ -339,7 +339,8 @@ def test_rate_limits_are_retried_with_backoff_then_succeed():
 
 def test_retries_are_bounded_and_only_for_transient_errors():
     waits = []
-    always = with_retries(ScriptedModel([RateLimitError("slow")] * 5), retries=2, backoff=1, sleep=waits.append)
+    always = with_retries(ScriptedModel([RateLimitError("slow")] * 5), retries=2, backoff=1, sleep=waits.append,
+                          jitter=0)
     with pytest.raises(ModelError, match="slow"):
         always.complete([])
     assert waits == [1, 2]
@@ -359,7 +360,7 @@ def test_an_overloaded_server_or_a_dropped_connection_is_retried_too():
     waits = []
     model = ScriptedModel([TransientError("Anthropic's API is overloaded right now (529)"),
                            TransientError("could not reach the OpenAI server (APIConnectionError)"), "ok"])
-    wrapped = with_retries(model, backoff=0.25, sleep=waits.append)
+    wrapped = with_retries(model, backoff=0.25, sleep=waits.append, jitter=0)
     assert wrapped.complete([]).text == "ok" and waits == [0.25, 0.5] and wrapped.retried == 2
 
 
@@ -372,7 +373,7 @@ def test_through_the_real_sdk_a_429_left_after_its_retries_is_retried_and_a_400_
     waits = []
     with StandInServer([slow, slow, slow, "1024"]) as server:
         model = with_retries(model_for("anthropic", base_url=server.url, api_key="sk-standin"), backoff=0.25,
-                             sleep=waits.append)
+                             sleep=waits.append, jitter=0)
         assert model.complete([{"role": "user", "content": "2**10?"}]).text == "1024"
         assert len(server.requests) == 4 and model.retried == 1 and waits == [0.25]   # Retry-After 0 < backoff
     bad = {"status": 400, "type": "invalid_request_error", "message": "bad"}
@@ -388,8 +389,9 @@ def test_the_servers_retry_after_is_waited_when_longer_than_the_backoff_and_capp
     waits = []
     model = ScriptedModel([TransientError("429", retry_after=3), TransientError("429", retry_after=0.1),
                            TransientError("429", retry_after=900), "ok"])
-    wrapped = with_retries(model, backoff=0.5, sleep=waits.append, max_wait=60)
-    assert wrapped.complete([]).text == "ok" and waits == [3, 1.0, 60]   # 3 > 0.5; 0.1 < 1.0; 900 capped at 60
+    wrapped = with_retries(model, backoff=0.5, sleep=waits.append, max_wait=60, random=lambda: 1.0)
+    assert wrapped.complete([]).text == "ok" and waits == [3, 0.75, 60]   # 3 > 0.375; 0.1 < 0.75; 900 capped at 60
+    # the server's wait is kept whole, no jitter taken off it (anthropic/_base_client.py does the same)
 
 
 # ---------------------------------------------------------------- summaries and comparisons
@@ -832,7 +834,7 @@ def no_sleep(monkeypatch):
 
     class Recording(evaluation.with_retries):
         def __init__(self, model, **options):
-            super().__init__(model, **options, sleep=waits.append)
+            super().__init__(model, **options, sleep=waits.append, random=lambda: 0.0)   # no jitter: exact waits
             latencies.append(self.latency_ms)
     monkeypatch.setattr(evaluation, "with_retries", Recording)
     return waits, latencies
@@ -958,10 +960,30 @@ def test_with_retries_passes_the_tools_and_the_native_flag_through_and_waits_no_
 
 def test_with_retries_by_default_waits_half_a_second_then_doubles_three_times():
     waits = []
-    wrapped = with_retries(ScriptedModel([RateLimitError("slow")] * 5), sleep=waits.append)
+    wrapped = with_retries(ScriptedModel([RateLimitError("slow")] * 5), sleep=waits.append, random=lambda: 0.0)
     with pytest.raises(ModelError, match="slow"):
         wrapped.complete([])
     assert waits == [0.5, 1.0, 2.0] and wrapped.retried == 3
+
+
+def test_each_wait_is_up_to_a_quarter_shorter_at_random_so_clients_that_failed_together_spread_out():
+    draws = iter([0.0, 1.0, 0.5])
+    waits = []
+    wrapped = with_retries(ScriptedModel([RateLimitError("slow")] * 5), sleep=waits.append, random=draws.__next__)
+    with pytest.raises(ModelError, match="slow"):
+        wrapped.complete([])
+    assert waits == [0.5, 0.75, 1.75]   # 0.5 × (1 − 0.25 × 0), 1.0 × (1 − 0.25 × 1), 2.0 × (1 − 0.25 × 0.5)
+    clients = []   # the real random: twenty clients retrying at once wait different times, each in its band
+    for _ in range(20):
+        waits = []
+        with pytest.raises(ModelError):
+            with_retries(ScriptedModel([RateLimitError("slow")] * 2), retries=1, sleep=waits.append).complete([])
+        clients += waits
+    assert all(0.375 <= w <= 0.5 for w in clients) and len(set(clients)) > 1
+    waits = []
+    with pytest.raises(ModelError):   # jitter=0: the plain doubling, for a lesson that prints its waits
+        with_retries(ScriptedModel([RateLimitError("slow")] * 3), retries=2, sleep=waits.append, jitter=0).complete([])
+    assert waits == [0.5, 1.0]
 
 
 def test_with_retries_keeps_a_model_error_as_it_is_and_another_error_as_its_cause():
