@@ -156,14 +156,16 @@ class Budget:
     def spent(self, agent) -> dict:
         """Tokens in and out so far, and what they cost: each step of ``agent.trace`` is one model call."""
         sent = self.sent if len(self.sent) == len(agent.trace) else tokens_per_call(agent.history)   # unwatched
-        native, tokens_in, tokens_out = getattr(agent.model, "native_tools", False), 0, 0
+        native, tokens_in, tokens_out, cut = getattr(agent.model, "native_tools", False), 0, 0, 0.0
         for step, sending in zip(agent.trace, sent + [0] * len(agent.trace)):
             calls = [{"id": "", "name": r.tool, "args": r.args} for r in step.runs] if native else []   # ids unknown
             reply = estimate_tokens([{"role": "assistant", "content": step.reply, "tool_calls": calls}])
             usage = step.usage or {"input_tokens": sending, "output_tokens": reply}
-            tokens_in += usage.get("input_tokens") or 0   # a provider may leave one out
+            written, read = usage.get("cache_creation_input_tokens") or 0, usage.get("cache_read_input_tokens") or 0
+            tokens_in += (usage.get("input_tokens") or 0) + written + read   # a provider may leave one out
+            cut += 0.9 * read - 0.25 * written   # a cached prefix is written at 1.25× the input price, read at 0.1×
             tokens_out += usage.get("output_tokens") or 0
-        return {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost": self.cost(tokens_in, tokens_out)}
+        return {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost": self.cost(tokens_in - cut, tokens_out)}
 
     def check(self, agent) -> str | None:
         """None if the next model call fits the budget; else the sentence the run stops with."""

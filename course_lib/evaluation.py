@@ -138,8 +138,7 @@ def run_task(task: dict, make_model, *, repeat: int = 0, latency_ms: float = 0, 
         agent.run(task["goal"])
     except Exception as e:   # make_model or the agent itself failed: a failed run with the reason
         error = f"{type(e).__name__}: {e}"
-    if agent is not None and agent.stop_reason in ("model_error", None):
-        error = error or agent.answer
+    error = error or (agent.answer if agent is not None and agent.stop_reason in ("model_error", None) else None)
     answer = agent.answer if agent is not None and agent.stop_reason == "finish" else None
     graded = grade_answer(task, answer) if answer is not None else {"passed": False, "why": "no answer"}
     path = grade_trajectory(task, agent) if agent is not None and agent.done else {"passed": False, "why": error}

@@ -4,11 +4,15 @@ numbers behind ``plots.memory_plot`` and the README's "Stage 10 in numbers". A s
 summariser (the same note every time): no model is asked anything."""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from ..agent import Agent
-from ..control import estimate_tokens
+from ..control import Budget, estimate_tokens
 from ..memory import run_with_memory, summarise, trim_window
+from ..models.anthropic import AnthropicModel
 from ..models.scripted import ScriptedModel
 from ..tools import calculator
+from .standin import StandInServer
 
 
 def savings_run(months: int = 29) -> tuple[str, ScriptedModel]:
@@ -42,4 +46,31 @@ def context_growth_data(steps: int = 30, keep_last: int = 4, summary_over: int =
         goal, model = savings_run(steps - 1)
         run_with_memory(Agent({"calculator": calculator}, model, max_steps=steps), goal, shrink)
         data[mode] = [estimate_tokens(sent) for sent in model.calls]
+    return data
+
+
+class CachedAnthropic(AnthropicModel):
+    """Automatic prompt caching: the adapter's request with one more field, a top-level ``cache_control``."""
+    def request(self, messages, tools=None, tool_choice=None):
+        return {**super().request(messages, tools, tool_choice), "cache_control": {"type": "ephemeral"}}
+
+
+def caching_data(steps: int = 30, keep_last: int = 4) -> dict[str, list[dict]]:
+    """Each call's usage and cost (example prices, as stage 09's ``Budget`` counts them) in the same
+    ``steps``-call run through the Anthropic SDK and the stand-in: not cached, cached (automatic caching), and
+    cached with a window of ``keep_last`` steps. The stand-in's prompt cache is the docs' rules, not a model."""
+    ways = {"not cached": (AnthropicModel, None), "cached": (CachedAnthropic, None),
+            "cached + window": (CachedAnthropic, lambda h: trim_window(h, keep_last=keep_last))}
+    data, budget = {}, Budget(max_cost=1.0)
+    for way, (kind, shrink) in ways.items():
+        goal, script = savings_run(steps - 1)
+        turns = [{"tool_calls": [{k: c[k] for k in ("name", "args")} for c in r["tool_calls"]]} if isinstance(r, dict)
+                 else r for r in script.replies]   # the stand-in gives each call its own id
+        with StandInServer(turns) as server:
+            agent = Agent({"calculator": calculator}, kind(base_url=server.url, api_key="sk-standin"),
+                          max_steps=steps)
+            run_with_memory(agent, goal, shrink)
+        one_call = [SimpleNamespace(trace=[step], model=agent.model, history=[]) for step in agent.trace]
+        data[way] = [{"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, **step.usage,
+                      "cost": budget.spent(call)["cost"]} for step, call in zip(agent.trace, one_call)]
     return data

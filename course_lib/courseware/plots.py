@@ -84,12 +84,14 @@ def usage_plot(agent, prices: dict | None = None, title: str = "Tokens per step 
                           label="cumulative cost (USD, estimate)", ylabel="cumulative cost (USD)", title=title)
 
 
-def memory_plot(data: dict[str, list[int]], title: str = "Tokens sent per model call"):
-    """One line per way of handling memory: estimated input tokens of each call (``memory.context_growth_data``)."""
+def memory_plot(data: dict[str, list[int]], title: str = "Tokens sent per model call",
+                ylabel: str = "input tokens (estimate)"):
+    """One line per way of handling memory: estimated input tokens of each call (``memory.context_growth_data``),
+    or another number per call named by ``ylabel``."""
     fig, ax = _figure()
     for mode, tokens in data.items():
         ax.plot(range(1, len(tokens) + 1), tokens, marker=".", label=mode)
-    ax.set(xlabel="model call", ylabel="input tokens (estimate)", ylim=(0, None), title=title)
+    ax.set(xlabel="model call", ylabel=ylabel, ylim=(0, None), title=title)
     fig.legend(loc="outside lower center", ncols=max(len(data), 1), frameon=False)
     return fig
 

@@ -23,6 +23,7 @@ from .remote import call_api, checked_choice, make_client
 # refuses a non-streaming call whose max_tokens could take over ten minutes (about 21,000 tokens and up).
 DEFAULT_MAX_TOKENS = 16000
 STOPS = {"refusal": "refused", "max_tokens": "max_tokens", "model_context_window_exceeded": "context_full"}
+COUNTS = ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")   # usage
 PAUSES = 3   # times a paused turn is sent back to go on: still paused after that, the call fails
 THINKING = {"adaptive": {"type": "adaptive"}, "summarized": {"type": "adaptive", "display": "summarized"},
             "disabled": {"type": "disabled"}}
@@ -79,7 +80,7 @@ def reply_from_anthropic(data: dict) -> Reply:
                   for b in blocks if b.get("type") == "tool_use")
     usage, reason = data.get("usage") or {}, data.get("stop_reason")
     return Reply(text=scrub("".join(b.get("text", "") for b in blocks if b.get("type") == "text")), tool_calls=calls,
-                 usage={k: usage.get(k) or 0 for k in ("input_tokens", "output_tokens")},
+                 usage={k: usage.get(k) or 0 for k in COUNTS if k in COUNTS[:2] or usage.get(k)},
                  stop=STOPS.get(reason), provider_stop=reason,
                  thinking="\n".join(b["thinking"] for b in blocks if b.get("type") == "thinking" and b.get("thinking")),
                  raw={"format": "anthropic", "content": blocks})
@@ -140,7 +141,7 @@ class AnthropicModel:
             data = call_api("anthropic", self.model, lambda: self.client.messages.create(**request),
                             base_url=str(getattr(self.client, "base_url", ""))).model_dump(exclude_unset=True)
             content, counts = content + (data.get("content") or []), data.get("usage") or {}
-            usage = {k: usage.get(k, 0) + (counts.get(k) or 0) for k in ("input_tokens", "output_tokens")}
+            usage = {k: usage.get(k, 0) + (counts.get(k) or 0) for k in COUNTS}
             if data.get("stop_reason") != "pause_turn":
                 return reply_from_anthropic({**data, "content": content, "usage": usage})
             request = {**request, "messages": [*sent, {"role": "assistant", "content": content}]}

@@ -91,10 +91,8 @@ def explain_api_error(error: Exception, provider: str, model: str, base_url: str
         return TransientError(f"could not reach the {name} server{where} ({type(error).__name__}): {hint}")
     if not isinstance(error, module.APIStatusError):
         return None
-    status = error.status_code
-    message, kind, code = _error_fields(error)
-    said = _quote(message, error.request_id)   # every SDK status error has one (None when not sent)
-    low = f"{message} {kind} {code}".lower()
+    status, (message, kind, code) = error.status_code, _error_fields(error)
+    said, low = _quote(message, error.request_id), f"{message} {kind} {code}".lower()   # request_id: None if unsent
 
     def again(what: str, todo: str) -> TransientError:   # what the SDKs retry themselves, still failing after that
         wait = str(error.response.headers.get("retry-after", "")).strip()   # seconds; an HTTP date is left to the SDK

@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 
+from . import caching
 from .common import _args, _cut, _refusal, _Rejected
 
 _THINKING = ("thinking", "redacted_thinking")
@@ -34,7 +35,7 @@ def check(body: dict) -> str | None:
         return "max_tokens is required"
     if "temperature" in body and body.get("thinking"):
         return "temperature cannot be combined with thinking"
-    return _check_anthropic(body["messages"]) or _anthropic_rules(body)
+    return _check_anthropic(body["messages"]) or _anthropic_rules(body) or caching.problem(body)
 
 
 BINDING_BETA = "thinking-binding-controls-2026-08-01"

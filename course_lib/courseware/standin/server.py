@@ -12,7 +12,7 @@ import json
 import threading
 from http.server import ThreadingHTTPServer
 
-from . import anthropic, ollama, openai, responses
+from . import anthropic, caching, ollama, openai, responses
 from .common import _error, _ID_HEADER, _Rejected, _turn
 from .handler import _Handler, _Server
 
@@ -38,6 +38,7 @@ class StandInServer:
         self.requests: list[dict] = []   # {"api": ..., "body": {...}} per request, in order
         self.problems: list[str] = []
         self._issued = anthropic.Issued()   # signed thinking blocks and paused turns, to check when they return
+        self._cache = caching.PromptCache()   # Anthropic's prompt cache: the prefixes marked cache_control
         self._responses = responses.Responses()   # stored responses and issued reasoning items (Responses API)
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -101,6 +102,8 @@ class StandInServer:
                               retry_after=turn.get("retry_after"))
             usage = turn.get("usage") or {"input_tokens": len(json.dumps(body, ensure_ascii=False)) // 4,
                                           "output_tokens": max(1, len(json.dumps(turn, ensure_ascii=False)) // 4)}
+            if api == "anthropic" and "usage" not in turn:   # marked prefixes: read from or written to the cache
+                usage = {**usage, **(self._cache.split(body, usage["input_tokens"]) or {})}
             reply = _FORMATS[api](body, turn, usage, number)
             if api == "anthropic":
                 self._issued.remember(body, reply)

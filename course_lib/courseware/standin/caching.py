@@ -1,0 +1,93 @@
+"""The stand-in's prompt cache for the Messages API (``cache_control``), so that usage shows what caching does.
+
+As platform.claude.com/docs/en/build-with-claude/prompt-caching describes it: a cache entry is the whole prefix,
+tools then system then messages, up to and including a block marked ``cache_control``; a top-level
+``cache_control`` (automatic caching) marks the last block; at most four blocks may be marked; a prefix shorter
+than the model's minimum is sent uncached, with no error (here 1,024 tokens, Sonnet 4.5's and 4.6's figure; some
+models need more); a marked block finds an earlier entry at most 20 blocks before it. Usage then splits the input
+as the SDK's ``types/usage.py`` names it: ``cache_read_input_tokens`` (the longest prefix found),
+``cache_creation_input_tokens`` (written now, up to the last marked block) and ``input_tokens`` (the rest).
+
+Tokens are the stand-in's estimate (four characters each). Left out: expiry (5 minutes, or ``ttl: "1h"``) and
+the per-TTL breakdown ``usage.cache_creation``.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+from .common import _Rejected
+
+MINIMUM = 1024     # tokens: a shorter prefix is not cached
+LOOKBACK = 20      # blocks: how far before a marked block an earlier entry is still found
+MAX_MARKS = 4
+
+
+def _marked_ok(mark, where: str) -> None:
+    if not (isinstance(mark, dict) and mark.get("type") == "ephemeral" and set(mark) <= {"type", "ttl"}
+            and mark.get("ttl", "5m") in ("5m", "1h")):
+        raise _Rejected(f"{where}.cache_control: expected {{\"type\": \"ephemeral\"}}, with an optional "
+                        f"\"ttl\" of \"5m\" or \"1h\", not {json.dumps(mark)[:80]}")
+
+
+def _blocks(body: dict) -> list[tuple[str, bool]]:
+    """The prompt in the order it is cached, one entry per block: its text without the mark (the key, and its
+    size), and whether it is marked."""
+    found = []
+
+    def add(block, where, kind):
+        mark = block.get("cache_control") if isinstance(block, dict) else None
+        if mark is not None:
+            _marked_ok(mark, where)
+        plain = {k: v for k, v in block.items() if k != "cache_control"} if isinstance(block, dict) else \
+            {"type": "text", "text": block}   # a string is read as one text block
+        found.append((f"{kind}:{json.dumps(plain, ensure_ascii=False, sort_keys=True)}", mark is not None))
+    for i, tool in enumerate(body.get("tools") or []):
+        add(tool, f"tools.{i}", "tool")
+    system = body.get("system")
+    for i, block in enumerate(system if isinstance(system, list) else [system] if system else []):
+        add(block, f"system.{i}", "system")
+    for m, message in enumerate(body.get("messages") or []):
+        content = message.get("content")
+        for i, block in enumerate(content if isinstance(content, list) else [content]):   # the role's framing:
+            add(block, f"messages.{m}.content.{i}", f'{{"role": "{message.get("role")}", "content": [' if i == 0
+                else ",")   # counted with the message's first block, so the blocks' sizes add up to the prompt
+    return found
+
+
+def problem(body: dict) -> None:
+    """A ``_Rejected`` for a malformed mark or more than four marked blocks (the API's 400, in its words)."""
+    if body.get("cache_control") is not None:
+        _marked_ok(body["cache_control"], "body")
+    marks = sum(marked for _, marked in _blocks(body))
+    if marks > MAX_MARKS:
+        raise _Rejected(f"A maximum of {MAX_MARKS} blocks with cache_control may be provided. Found {marks}.")
+
+
+class PromptCache:
+    """The entries written so far (one server's, for every model apart), and each request's usage split."""
+
+    def __init__(self):
+        self.entries: set[str] = set()
+
+    def split(self, body: dict, input_tokens: int) -> dict | None:
+        """``input_tokens`` (the whole prompt's estimate) as the three counts the API reports; None if nothing
+        is marked (the real API then reports the cache counts as 0: the stand-in leaves them out)."""
+        blocks = _blocks(body)
+        marks = sorted({i for i, (_, marked) in enumerate(blocks) if marked}
+                       | ({len(blocks) - 1} if body.get("cache_control") is not None and blocks else set()))
+        if not marks:
+            return None
+        keys, sizes, digest, size = [], [], hashlib.sha256(str(body.get("model")).encode()), 0
+        for text, _ in blocks:
+            digest.update(text.encode() + b"\0")
+            size += len(text) + 2   # and a separator
+            keys.append(digest.hexdigest())
+            sizes.append(size // 4)
+        read = max((sizes[q] for m in marks for q in range(m, max(-1, m - LOOKBACK - 1), -1)
+                    if keys[q] in self.entries), default=0)
+        kept = [m for m in marks if sizes[m] >= MINIMUM]
+        self.entries.update(keys[m] for m in kept)
+        created = max(0, sizes[kept[-1]] - read) if kept else 0
+        return {"input_tokens": max(0, input_tokens - read - created), "cache_creation_input_tokens": created,
+                "cache_read_input_tokens": read}

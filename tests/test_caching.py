@@ -1,0 +1,182 @@
+"""Prompt caching: the stand-in's cache behaves as Anthropic's docs describe, and what it reports is counted.
+
+Sources: platform.claude.com/docs/en/build-with-claude/prompt-caching (the prefix order tools → system →
+messages, automatic caching with a top-level ``cache_control``, at most four marked blocks, a minimum length
+below which nothing is cached and nothing fails, a 20-block look-back, writes at 1.25× and reads at 0.1× the
+input price) and the SDK's ``anthropic/types/usage.py`` (``cache_creation_input_tokens``,
+``cache_read_input_tokens``).
+"""
+import json
+
+import anthropic
+import pytest
+
+from course_lib import Agent
+from course_lib.control import Budget
+from course_lib.courseware.standin import StandInServer
+from course_lib.courseware.standin.caching import LOOKBACK, MINIMUM
+from course_lib.models.anthropic import AnthropicModel
+
+POLICY = "Refunds are paid within 14 days of a return; opened software is not refunded. " * 60   # ~1,250 tokens
+MODEL = "claude-sonnet-4-6"
+
+
+def client(server):
+    return anthropic.Anthropic(base_url=server.url, api_key="sk-standin", max_retries=0)
+
+
+def ask(c, system, question, **extra):
+    return c.messages.create(model=MODEL, max_tokens=100, system=system,
+                             messages=[{"role": "user", "content": question}], **extra).usage
+
+
+def marked(text):
+    return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+
+
+def test_a_marked_prefix_is_written_once_then_read_and_the_three_counts_add_up_to_the_whole_prompt():
+    with StandInServer(["a", "b", "c"]) as server:
+        c = client(server)
+        first, second = ask(c, marked(POLICY), "Can I return a game?"), ask(c, marked(POLICY), "And a book?")
+        plain = ask(c, POLICY, "Can I return a game?")   # unmarked: the whole prompt at the input price
+    assert first.cache_creation_input_tokens >= MINIMUM and first.cache_read_input_tokens == 0
+    assert second.cache_read_input_tokens == first.cache_creation_input_tokens
+    assert second.cache_creation_input_tokens == 0 and 0 < second.input_tokens < 100   # the question, and framing
+    whole = len(json.dumps(server.requests[0]["body"], ensure_ascii=False)) // 4
+    assert first.input_tokens + first.cache_creation_input_tokens == whole
+    assert plain.cache_read_input_tokens is None and plain.cache_creation_input_tokens is None   # nothing marked
+
+
+def test_a_changed_front_breaks_the_cache_and_a_prefix_under_the_minimum_is_not_cached_and_not_refused():
+    with StandInServer(["a", "b", "c", "d"]) as server:
+        c = client(server)
+        ask(c, marked(POLICY), "q")
+        trimmed = ask(c, marked(POLICY[10:]), "q")   # the front of the prefix changed: nothing to read
+        short = [ask(c, marked("Be brief."), "q") for _ in range(2)]
+    assert trimmed.cache_read_input_tokens == 0 and trimmed.cache_creation_input_tokens >= MINIMUM
+    assert [(u.cache_read_input_tokens, u.cache_creation_input_tokens) for u in short] == [(0, 0), (0, 0)]
+    assert all(u.input_tokens > 0 for u in short)
+
+
+def test_another_model_does_not_read_this_models_cache():
+    with StandInServer(["a", "b"]) as server:
+        c = client(server)
+        ask(c, marked(POLICY), "q")
+        other = c.messages.create(model="claude-opus-4-6", max_tokens=100, system=marked(POLICY),
+                                  messages=[{"role": "user", "content": "q"}]).usage
+    assert other.cache_read_input_tokens == 0 and other.cache_creation_input_tokens > 0
+
+
+def test_more_than_four_marks_and_a_malformed_mark_are_the_apis_400():
+    five = [{"type": "text", "text": f"part {i}", "cache_control": {"type": "ephemeral"}} for i in range(5)]
+    with StandInServer(["never"]) as server:
+        c = client(server)
+        with pytest.raises(anthropic.BadRequestError, match=r"A maximum of 4 blocks with cache_control may be "
+                                                            r"provided\. Found 5\."):
+            ask(c, five, "q")
+        for bad in ({"type": "persistent"}, {"type": "ephemeral", "ttl": "10m"}, "ephemeral"):
+            with pytest.raises(anthropic.BadRequestError, match="system.0.cache_control"):
+                ask(c, [{"type": "text", "text": "x", "cache_control": bad}], "q")
+        with pytest.raises(anthropic.BadRequestError, match="body.cache_control"):
+            ask(c, "x", "q", cache_control={"type": "ephemeral", "ttl": 300})
+        assert ask(c, five[:4], "q", cache_control={"type": "ephemeral", "ttl": "1h"}).input_tokens > 0
+        assert server.remaining == 0   # the refused requests used no turn
+
+
+class Cached(AnthropicModel):
+    """Automatic caching: the adapter's request with one top-level field (what lesson 10 adds)."""
+    def request(self, messages, tools=None, tool_choice=None):
+        return {**super().request(messages, tools), "cache_control": {"type": "ephemeral"}}
+
+
+def lookup(topic: str) -> str:
+    """Look up a fact about the shop.
+
+    Args:
+        topic: what to look up
+    """
+    return POLICY
+
+
+def test_in_an_agent_loop_automatic_caching_reads_the_last_calls_prefix_and_writes_only_what_grew():
+    turns = [{"tool_calls": [{"name": "lookup", "args": {"topic": "refunds"}}]},
+             {"tool_calls": [{"name": "lookup", "args": {"topic": "games"}}]}, "No: opened software is not refunded."]
+    with StandInServer(turns) as server:
+        agent = Agent({"lookup": lookup}, Cached(base_url=server.url, api_key="sk-standin"), max_steps=5)
+        assert agent.run("Can I return an opened game?") == "No: opened software is not refunded."
+    first, second, third = (step.usage for step in agent.trace)
+    assert "cache_read_input_tokens" not in first and "cache_creation_input_tokens" not in first   # under MINIMUM
+    assert second["cache_creation_input_tokens"] >= MINIMUM and "cache_read_input_tokens" not in second
+    assert third["cache_read_input_tokens"] == second["cache_creation_input_tokens"]   # the prefix it wrote
+    assert 0 < third["cache_creation_input_tokens"] < second["cache_creation_input_tokens"]   # only the new step
+
+
+def test_an_entry_more_than_twenty_blocks_before_the_mark_is_not_found():
+    def body(blocks):
+        return {"model": MODEL, "max_tokens": 10, "system": marked(POLICY) if blocks == 0 else POLICY,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": f"note {i}"} for i in
+                                                          range(blocks)] + [{"type": "text", "text": "end",
+                                                                             "cache_control": {"type": "ephemeral"}}]}]}
+    near, far = StandInServer(["a", "b"]), StandInServer(["a", "b"])
+    headers = {"x-api-key": "k"}
+    for server, gap in ((near, LOOKBACK - 2), (far, LOOKBACK + 1)):
+        server.answer("anthropic", body(0), headers)   # writes the system prompt's entry (the mark at block 0)
+        status, reply, _ = server.answer("anthropic", body(gap), headers)
+        assert status == 200, reply
+        server.usage = reply["usage"]
+    assert near.usage["cache_read_input_tokens"] > MINIMUM   # found, looking back from the mark
+    assert far.usage["cache_read_input_tokens"] == 0   # too far back: written again, whole
+
+
+def test_the_adapter_keeps_cache_counts_only_when_reported_and_sums_them_over_a_paused_turn():
+    from course_lib.models.anthropic import reply_from_anthropic
+    plain = reply_from_anthropic({"content": [], "usage": {"input_tokens": 5, "output_tokens": 1,
+                                                           "cache_read_input_tokens": 0,
+                                                           "cache_creation_input_tokens": None}})
+    assert plain.usage == {"input_tokens": 5, "output_tokens": 1}
+    read = reply_from_anthropic({"content": [], "usage": {"input_tokens": 5, "output_tokens": 1,
+                                                          "cache_read_input_tokens": 900}})
+    assert read.usage == {"input_tokens": 5, "output_tokens": 1, "cache_read_input_tokens": 900}
+    paused = {"blocks": [{"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search",
+                          "input": {"query": "refund law"}}], "stop_reason": "pause_turn"}
+    with StandInServer([paused, "Done."]) as server:
+        reply = Cached(base_url=server.url, api_key="sk-standin").complete(
+            [{"role": "system", "content": POLICY}, {"role": "user", "content": "Look it up."}])
+    assert reply.text == "Done." and reply.usage["cache_creation_input_tokens"] > MINIMUM
+    assert reply.usage["cache_read_input_tokens"] > MINIMUM   # the second request read what the first wrote
+
+
+def test_the_budget_counts_cached_tokens_as_input_and_prices_writes_at_1_25_and_reads_at_0_1():
+    class Step:
+        def __init__(self, usage):
+            self.usage, self.runs, self.reply = usage, [], ""
+
+    class Run:
+        model, history = None, []
+        trace = [Step({"input_tokens": 100, "output_tokens": 10, "cache_creation_input_tokens": 1000}),
+                 Step({"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 1000})]
+    budget = Budget(max_cost=1.0, prices={"input": 1.0, "output": 5.0})
+    spent = budget.spent(Run())
+    assert spent["input_tokens"] == 2200 and spent["output_tokens"] == 20
+    assert spent["cost"] == pytest.approx((100 + 1250 + 100 + 100) / 1e6 + 100 / 1e6)
+    uncached = budget.spent(type("Run", (), {"model": None, "history": [], "trace": [
+        Step({"input_tokens": 1100, "output_tokens": 10}), Step({"input_tokens": 1100, "output_tokens": 10})]})())
+    assert uncached["input_tokens"] == spent["input_tokens"] and uncached["cost"] > spent["cost"]
+
+
+def test_lesson_10s_three_runs_cached_costs_less_and_a_trimmed_window_never_reads_the_cache():
+    """The numbers lesson 10 prints and plots (caching_data): the same 30 calls through the SDK and the stand-in."""
+    from course_lib.courseware.memory_lab import caching_data
+    data = caching_data()
+    assert [len(calls) for calls in data.values()] == [30, 30, 30]
+    total = {way: sum(c["cost"] for c in calls) for way, calls in data.items()}
+    plain, cached, window = data["not cached"], data["cached"], data["cached + window"]
+    assert not any(c["cache_read_input_tokens"] or c["cache_creation_input_tokens"] for c in plain + window)
+    first = next(i for i, c in enumerate(cached) if c["cache_creation_input_tokens"])
+    assert first == 12 and cached[first]["cache_creation_input_tokens"] >= MINIMUM   # lesson 10: "at call 13"
+    assert all(c["cache_read_input_tokens"] > 0 for c in cached[first + 1:])
+    assert cached[first]["cost"] > plain[first]["cost"]   # the write costs more than sending it plainly, once
+    assert total["cached"] < total["cached + window"] < total["not cached"] / 2
+    whole = [[c["input_tokens"] + c["cache_read_input_tokens"] + c["cache_creation_input_tokens"] for c in calls]
+             for calls in (plain, cached)]   # the same prompts, however the input is split (the mark: a few more)
+    assert all(0 <= with_mark - without <= 30 for without, with_mark in zip(*whole)), whole
