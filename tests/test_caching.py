@@ -180,3 +180,36 @@ def test_lesson_10s_three_runs_cached_costs_less_and_a_trimmed_window_never_read
     whole = [[c["input_tokens"] + c["cache_read_input_tokens"] + c["cache_creation_input_tokens"] for c in calls]
              for calls in (plain, cached)]   # the same prompts, however the input is split (the mark: a few more)
     assert all(0 <= with_mark - without <= 30 for without, with_mark in zip(*whole)), whole
+
+
+# ---------------------------------------------------------------- token counting
+# platform.claude.com/docs/en/build-with-claude/token-counting (POST /v1/messages/count_tokens: the same body as a
+# message without max_tokens, {"input_tokens": n} back); the openai SDK's resources/responses/input_tokens.py
+# (POST /responses/input_tokens, types/responses/input_token_count_response.py).
+def test_counting_tokens_checks_the_request_as_a_message_would_be_and_matches_the_replys_usage():
+    request = dict(model=MODEL, system=marked(POLICY),
+                   messages=[{"role": "user", "content": "다음 주 화요일에 부산으로 출장을 갑니다."}])   # Korean too
+    with StandInServer(["a"]) as server:
+        c = client(server)
+        counted = c.messages.count_tokens(**request).input_tokens
+        assert server.remaining == 1   # no turn used
+        usage = c.messages.create(max_tokens=16000, **request).usage
+        assert 0 <= usage.input_tokens + usage.cache_creation_input_tokens - counted <= 1   # the digits of max_tokens
+        with pytest.raises(anthropic.BadRequestError, match="roles must alternate"):
+            c.messages.count_tokens(model=MODEL, messages=[{"role": "assistant", "content": "hi"}])
+        with pytest.raises(anthropic.BadRequestError, match="A maximum of 4 blocks"):
+            c.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": [
+                {"type": "text", "text": str(i), "cache_control": {"type": "ephemeral"}} for i in range(5)]}])
+        status, body, _ = server.count("anthropic", request, {})   # as the handler hands it over: no key sent
+        assert status == 401 and "no API key" in body["error"]["message"]
+    assert [r["api"] for r in server.requests][:2] == ["anthropic token count", "anthropic"]
+
+
+def test_the_responses_api_counts_input_tokens_too():
+    import openai
+    with StandInServer(["Seven units cost $168."]) as server:
+        o = openai.OpenAI(base_url=server.url + "/v1", api_key="sk-standin", max_retries=0)
+        counted = o.responses.input_tokens.count(model="gpt-5.5", input="What do seven units cost?")
+        assert counted.object == "response.input_tokens" and server.remaining == 1
+        reply = o.responses.create(model="gpt-5.5", input="What do seven units cost?")
+    assert counted.input_tokens == reply.usage.input_tokens > 0

@@ -2,11 +2,13 @@
 
 ``StandInServer`` is a stdlib HTTP server on 127.0.0.1 (a random free port) speaking the Anthropic Messages
 API (``POST /v1/messages``), OpenAI Chat Completions (``POST /v1/chat/completions``), OpenAI's Responses API
-(``POST /v1/responses``) and Ollama's ``POST /api/chat``. It is not a model: it answers from a script of
-turns, one per request, and checks each request as the real API would, refusing a broken one with that API's
-status, error shape and (where we found them) words: a key is sent; each tool call is answered by its id,
-results first; no empty message, no assistant prefill; valid tool names and schemas; thinking blocks come back
-unchanged, in a conversation that has only grown since. Point the real SDKs at it with ``base_url``:
+(``POST /v1/responses``) and Ollama's ``POST /api/chat``, and counts tokens as the first and third do
+(``POST /v1/messages/count_tokens``, ``/v1/responses/input_tokens``: its own estimate). It is not a model: it
+answers from a script of turns, one per request, and checks each request as the real API would, refusing a
+broken one with that API's status, error shape and (where we found them) words: a key is sent; each tool call
+is answered by its id, results first; no empty message, no assistant prefill; valid tool names and schemas;
+thinking blocks come back unchanged, in a conversation that has only grown since. Point the real SDKs at it
+with ``base_url``:
 
     with StandInServer([{"tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]},
                         {"text": "Seven units cost $168."}]) as server:
@@ -22,8 +24,9 @@ Anthropic's ``stop_reason: "refusal"`` with ``stop_details``). ``thinking`` is a
 Responses API (encrypted when the request ``include``s it). An error turn:
 ``{"status": 429, "message", "type", "code", "param", "retry_after": seconds}``. Unscripted usage is an
 estimate, a token per four characters; for Anthropic, prefixes marked ``cache_control`` are kept as the API's
-prompt cache keeps them and the usage says what was written and read (``caching``). ``requests`` keeps every request body, ``problems`` a sentence per
-rule broken (for the tool-result checks the stand-in's own plainer one; the reply has the API's words).
+prompt cache keeps them and the usage says what was written and read (``caching``). ``requests`` keeps every
+request body, ``problems`` a sentence per rule broken (for the tool-result checks the stand-in's own plainer
+one; the reply has the API's words).
 
 The parts: ``server`` (the script and each request's checks), ``handler`` (the HTTP side), ``common`` (errors
 and turns), ``caching`` (Anthropic's prompt cache), and one module per wire format: ``anthropic``, ``openai``,

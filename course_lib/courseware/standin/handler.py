@@ -15,6 +15,7 @@ from .common import _error, _Rejected
 
 _ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/v1/responses": "responses",
            "/api/chat": "ollama"}
+_COUNTS = {"/v1/messages/count_tokens": "anthropic", "/v1/responses/input_tokens": "responses"}   # token counting
 _MAX_BODY, _MAX_DEPTH = 32 * 2**20, 128   # Anthropic's 32 MB per request; serde_json's default nesting limit
 _NOT_JSON = {"anthropic": "The request body is not valid JSON: {}",   # Anthropic's words; the detail is Python's
              "openai": "We could not parse the JSON body of your request. (HINT: This likely means you aren't using "
@@ -38,13 +39,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self.path.split("?")[0]
-        api = _ROUTES.get(path)
+        api = _ROUTES.get(path) or _COUNTS.get(path)
         try:
             raw = self._read()
             if api is None:   # what api.openai.com answers, e.g. for /chat/completions without the /v1
                 raise _Rejected(f"Invalid URL (POST {path})", status=404)
             headers = {k.lower(): v for k, v in self.headers.items()}
-            status, payload, extra = self.standin.answer(api, _parse(api, raw), headers)
+            status, payload, extra = (self.standin.count if path in _COUNTS else self.standin.answer)(
+                api, _parse(api, raw), headers)
         except _Rejected as e:
             status, payload, extra = _error(api or "openai", e.status, e.message)
         except Exception as e:   # a stand-in bug: an answer in the API's shape, not a dropped connection

@@ -111,6 +111,22 @@ class StandInServer:
                 self._responses.remember(body, reply)
         return 200, reply, {_ID_HEADER[api]: rid} if api in _ID_HEADER else {}
 
+    def count(self, api: str, body: dict, headers) -> tuple[int, dict, dict]:
+        """``POST /v1/messages/count_tokens`` (``api`` "anthropic") and ``/v1/responses/input_tokens``: the request
+        checked as a reply's would be, no turn used and nothing kept, and the input tokens a reply to the same
+        request would report (the same estimate; count_tokens takes no ``max_tokens``, so one is assumed)."""
+        with self._lock:
+            self.requests.append({"api": f"{api} token count", "body": body})
+            rid = f"req_standin_{len(self.requests):02d}"
+            probe = {**body, "max_tokens": 1} if api == "anthropic" else body
+            rejected = _auth_problem(api, headers) or self._check_safely(api, probe)
+            if rejected:
+                self.problems.append(rejected.problem)
+                return _error(api, rejected.status, rejected.message, rid, code=rejected.code, param=rejected.param)
+        tokens = len(json.dumps(probe, ensure_ascii=False)) // 4
+        return 200, {"input_tokens": tokens, **({"object": "response.input_tokens"} if api == "responses" else {})}, \
+            {_ID_HEADER[api]: rid} if api in _ID_HEADER else {}
+
     def _check_safely(self, api: str, body: dict) -> _Rejected | None:
         try:
             if api == "responses":   # items, not messages: the conversation is checked (and kept) as a whole
