@@ -19,6 +19,7 @@ from course_lib.models.anthropic import AnthropicModel
 
 POLICY = "Refunds are paid within 14 days of a return; opened software is not refunded. " * 60   # ~1,250 tokens
 MODEL = "claude-sonnet-4-6"
+AUTH = {"x-api-key": "sk-standin"}
 
 
 def client(server):
@@ -43,7 +44,7 @@ def test_a_marked_prefix_is_written_once_then_read_and_the_three_counts_add_up_t
     assert second.cache_read_input_tokens == first.cache_creation_input_tokens
     assert second.cache_creation_input_tokens == 0 and 0 < second.input_tokens < 100   # the question, and framing
     whole = len(json.dumps(server.requests[0]["body"], ensure_ascii=False)) // 4
-    assert first.input_tokens + first.cache_creation_input_tokens == whole
+    assert first.input_tokens + first.cache_creation_input_tokens == whole and first.input_tokens < 100
     assert plain.cache_read_input_tokens is None and plain.cache_creation_input_tokens is None   # nothing marked
 
 
@@ -79,8 +80,17 @@ def test_more_than_four_marks_and_a_malformed_mark_are_the_apis_400():
                 ask(c, [{"type": "text", "text": "x", "cache_control": bad}], "q")
         with pytest.raises(anthropic.BadRequestError, match="body.cache_control"):
             ask(c, "x", "q", cache_control={"type": "ephemeral", "ttl": 300})
-        assert ask(c, five[:4], "q", cache_control={"type": "ephemeral", "ttl": "1h"}).input_tokens > 0
+        with pytest.raises(anthropic.BadRequestError, match=r"Found 5\."):   # automatic caching takes a fifth slot
+            ask(c, five[:4], "q", cache_control={"type": "ephemeral"})
+        assert ask(c, five[:3], "q", cache_control={"type": "ephemeral"}).input_tokens > 0   # three and one
         assert server.remaining == 0   # the refused requests used no turn
+    last_marked = {"model": MODEL, "max_tokens": 10, "system": five[:3],
+                   "messages": [{"role": "user", "content": five[3:4]}]}   # four marks, the last block's among them
+    server = StandInServer(["ok"])
+    assert server.answer("anthropic", {**last_marked, "cache_control": {"type": "ephemeral"}}, AUTH)[0] == 200
+    status, body, _ = server.answer("anthropic", {**last_marked, "cache_control": {"type": "ephemeral", "ttl": "1h"}},
+                                    AUTH)
+    assert status == 400 and "differ in ttl" in body["error"]["message"]
 
 
 class Cached(AnthropicModel):
@@ -118,14 +128,13 @@ def test_an_entry_more_than_twenty_blocks_before_the_mark_is_not_found():
                                                           range(blocks)] + [{"type": "text", "text": "end",
                                                                              "cache_control": {"type": "ephemeral"}}]}]}
     near, far = StandInServer(["a", "b"]), StandInServer(["a", "b"])
-    headers = {"x-api-key": "k"}
-    for server, gap in ((near, LOOKBACK - 2), (far, LOOKBACK + 1)):
-        server.answer("anthropic", body(0), headers)   # writes the system prompt's entry (the mark at block 0)
-        status, reply, _ = server.answer("anthropic", body(gap), headers)
+    for server, gap in ((near, LOOKBACK - 2), (far, LOOKBACK - 1)):   # the mark at position gap + 1, then 20 back
+        server.answer("anthropic", body(0), AUTH)   # writes the system prompt's entry (the mark at block 0)
+        status, reply, _ = server.answer("anthropic", body(gap), AUTH)
         assert status == 200, reply
         server.usage = reply["usage"]
-    assert near.usage["cache_read_input_tokens"] > MINIMUM   # found, looking back from the mark
-    assert far.usage["cache_read_input_tokens"] == 0   # too far back: written again, whole
+    assert near.usage["cache_read_input_tokens"] > MINIMUM   # the 20th position looking back, the mark the first
+    assert far.usage["cache_read_input_tokens"] == 0   # the 21st: too far back, so written again, whole
 
 
 def test_the_adapter_keeps_cache_counts_only_when_reported_and_sums_them_over_a_paused_turn():
@@ -202,6 +211,9 @@ def test_counting_tokens_checks_the_request_as_a_message_would_be_and_matches_th
                 {"type": "text", "text": str(i), "cache_control": {"type": "ephemeral"}} for i in range(5)]}])
         status, body, _ = server.count("anthropic", request, {})   # as the handler hands it over: no key sent
         assert status == 401 and "no API key" in body["error"]["message"]
+        status, body, _ = server.count("anthropic", {**request, "thinking": {"type": "adaptive", "block_binding": {}}},
+                                       AUTH)   # a beta field without its header, as for a message
+        assert status == 400 and "anthropic-beta" in body["error"]["message"]
     assert [r["api"] for r in server.requests][:2] == ["anthropic token count", "anthropic"]
 
 

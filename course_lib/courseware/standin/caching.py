@@ -2,14 +2,15 @@
 
 As platform.claude.com/docs/en/build-with-claude/prompt-caching describes it: a cache entry is the whole prefix,
 tools then system then messages, up to and including a block marked ``cache_control``; a top-level
-``cache_control`` (automatic caching) marks the last block; at most four blocks may be marked; a prefix shorter
-than the model's minimum is sent uncached, with no error (here 1,024 tokens, Sonnet 4.5's and 4.6's figure; some
-models need more); a marked block finds an earlier entry at most 20 blocks before it. Usage then splits the input
-as the SDK's ``types/usage.py`` names it: ``cache_read_input_tokens`` (the longest prefix found),
+``cache_control`` (automatic caching) marks the last block and takes one of the four marks a request may have;
+a prefix shorter than the model's minimum is sent uncached, with no error (here 1,024 tokens, Sonnet 4.5's and
+4.6's figure; some models need 4,096); a marked block finds an earlier entry at most 20 positions back, itself
+the first. Usage then splits the input as the SDK's ``types/usage.py`` names it: ``cache_read_input_tokens`` (the longest prefix found),
 ``cache_creation_input_tokens`` (written now, up to the last marked block) and ``input_tokens`` (the rest).
 
-Tokens are the stand-in's estimate (four characters each). Left out: expiry (5 minutes, or ``ttl: "1h"``) and
-the per-TTL breakdown ``usage.cache_creation``.
+Tokens are the stand-in's estimate (four characters each). Left out: expiry (5 minutes, or ``ttl: "1h"``), the
+per-TTL breakdown ``usage.cache_creation``, settings that invalidate part of the cache (``tool_choice``,
+thinking, effort) and a run of ``tool_use`` or ``tool_result`` blocks counted as one look-back position.
 """
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import json
 from .common import _Rejected
 
 MINIMUM = 1024     # tokens: a shorter prefix is not cached
-LOOKBACK = 20      # blocks: how far before a marked block an earlier entry is still found
+LOOKBACK = 20      # positions where an earlier entry is still found, the marked block itself the first
 MAX_MARKS = 4
 
 
@@ -32,7 +33,7 @@ def _marked_ok(mark, where: str) -> None:
 
 def _blocks(body: dict) -> list[tuple[str, bool]]:
     """The prompt in the order it is cached, one entry per block: its text without the mark (the key, and its
-    size), and whether it is marked."""
+    size), and its mark (None if it has none)."""
     found = []
 
     def add(block, where, kind):
@@ -41,7 +42,7 @@ def _blocks(body: dict) -> list[tuple[str, bool]]:
             _marked_ok(mark, where)
         plain = {k: v for k, v in block.items() if k != "cache_control"} if isinstance(block, dict) else \
             {"type": "text", "text": block}   # a string is read as one text block
-        found.append((f"{kind}:{json.dumps(plain, ensure_ascii=False, sort_keys=True)}", mark is not None))
+        found.append((f"{kind}:{json.dumps(plain, ensure_ascii=False, sort_keys=True)}", mark))
     for i, tool in enumerate(body.get("tools") or []):
         add(tool, f"tools.{i}", "tool")
     system = body.get("system")
@@ -56,10 +57,16 @@ def _blocks(body: dict) -> list[tuple[str, bool]]:
 
 
 def problem(body: dict) -> None:
-    """A ``_Rejected`` for a malformed mark or more than four marked blocks (the API's 400, in its words)."""
-    if body.get("cache_control") is not None:
-        _marked_ok(body["cache_control"], "body")
-    marks = sum(marked for _, marked in _blocks(body))
+    """A ``_Rejected`` for a malformed mark or more than four (the API's 400, in its words). Automatic caching
+    takes one of the four, unless the last block already has the same mark; a different one is refused."""
+    blocks, auto = _blocks(body), body.get("cache_control")
+    marks = sum(mark is not None for _, mark in blocks)
+    if auto is not None:
+        _marked_ok(auto, "body")
+        last = blocks[-1][1] if blocks else None
+        if last is not None and last.get("ttl", "5m") != auto.get("ttl", "5m"):   # paraphrased: words not found
+            raise _Rejected("cache_control: the top-level cache_control and the last block's differ in ttl")
+        marks += last is None
     if marks > MAX_MARKS:
         raise _Rejected(f"A maximum of {MAX_MARKS} blocks with cache_control may be provided. Found {marks}.")
 
@@ -84,7 +91,7 @@ class PromptCache:
             size += len(text) + 2   # and a separator
             keys.append(digest.hexdigest())
             sizes.append(size // 4)
-        read = max((sizes[q] for m in marks for q in range(m, max(-1, m - LOOKBACK - 1), -1)
+        read = max((sizes[q] for m in marks for q in range(m, max(-1, m - LOOKBACK), -1)
                     if keys[q] in self.entries), default=0)
         kept = [m for m in marks if sizes[m] >= MINIMUM]
         self.entries.update(keys[m] for m in kept)

@@ -118,8 +118,9 @@ class StandInServer:
         with self._lock:
             self.requests.append({"api": f"{api} token count", "body": body})
             rid = f"req_standin_{len(self.requests):02d}"
-            probe = {**body, "max_tokens": 1} if api == "anthropic" else body
-            rejected = _auth_problem(api, headers) or self._check_safely(api, probe)
+            probe = {"max_tokens": 1, **body} if api == "anthropic" else body
+            rejected = (_auth_problem(api, headers) or (anthropic.beta_problem(body, headers) if api == "anthropic"
+                                                        else None) or self._check_safely(api, probe))
             if rejected:
                 self.problems.append(rejected.problem)
                 return _error(api, rejected.status, rejected.message, rid, code=rejected.code, param=rejected.param)
