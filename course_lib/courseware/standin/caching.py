@@ -5,8 +5,9 @@ tools then system then messages, up to and including a block marked ``cache_cont
 ``cache_control`` (automatic caching) marks the last block and takes one of the four marks a request may have;
 a prefix shorter than the model's minimum is sent uncached, with no error (here 1,024 tokens, Sonnet 4.5's and
 4.6's figure; some models need 4,096); a marked block finds an earlier entry at most 20 positions back, itself
-the first. Usage then splits the input as the SDK's ``types/usage.py`` names it: ``cache_read_input_tokens`` (the longest prefix found),
-``cache_creation_input_tokens`` (written now, up to the last marked block) and ``input_tokens`` (the rest).
+the first. Usage then splits the input as the SDK's ``types/usage.py`` names it: ``cache_read_input_tokens``
+(the longest prefix found), ``cache_creation_input_tokens`` (written now, up to the last marked block) and
+``input_tokens`` (the rest).
 
 Tokens are the stand-in's estimate (four characters each). Left out: expiry (5 minutes, or ``ttl: "1h"``), the
 per-TTL breakdown ``usage.cache_creation``, settings that invalidate part of the cache (``tool_choice``,
