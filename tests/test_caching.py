@@ -14,8 +14,8 @@ import pytest
 from course_lib import Agent
 from course_lib.control import Budget
 from course_lib.courseware.standin import StandInServer
+from course_lib.courseware.memory_lab import CachedAnthropic as Cached   # automatic caching, as lesson 10 adds it
 from course_lib.courseware.standin.caching import LOOKBACK, MINIMUM
-from course_lib.models.anthropic import AnthropicModel
 
 POLICY = "Refunds are paid within 14 days of a return; opened software is not refunded. " * 60   # ~1,250 tokens
 MODEL = "claude-sonnet-4-6"
@@ -91,12 +91,6 @@ def test_more_than_four_marks_and_a_malformed_mark_are_the_apis_400():
     status, body, _ = server.answer("anthropic", {**last_marked, "cache_control": {"type": "ephemeral", "ttl": "1h"}},
                                     AUTH)
     assert status == 400 and "differ in ttl" in body["error"]["message"]
-
-
-class Cached(AnthropicModel):
-    """Automatic caching: the adapter's request with one top-level field (what lesson 10 adds)."""
-    def request(self, messages, tools=None, tool_choice=None):
-        return {**super().request(messages, tools), "cache_control": {"type": "ephemeral"}}
 
 
 def lookup(topic: str) -> str:

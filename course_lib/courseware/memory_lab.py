@@ -70,7 +70,7 @@ def caching_data(steps: int = 30, keep_last: int = 4) -> dict[str, list[dict]]:
             agent = Agent({"calculator": calculator}, kind(base_url=server.url, api_key="sk-standin"),
                           max_steps=steps)
             run_with_memory(agent, goal, shrink)
-        one_call = [SimpleNamespace(trace=[step], model=agent.model, history=[]) for step in agent.trace]
-        data[way] = [{"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, **step.usage,
-                      "cost": budget.spent(call)["cost"]} for step, call in zip(agent.trace, one_call)]
+        data[way] = [{"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, **step.usage,   # one call's cost:
+                      "cost": budget.spent(SimpleNamespace(trace=[step], model=agent.model, history=[]))["cost"]}
+                     for step in agent.trace]   # Budget.spent of a run that is this one step
     return data

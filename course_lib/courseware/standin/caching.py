@@ -32,7 +32,7 @@ def _marked_ok(mark, where: str) -> None:
                         f"\"ttl\" of \"5m\" or \"1h\", not {json.dumps(mark)[:80]}")
 
 
-def _blocks(body: dict) -> list[tuple[str, bool]]:
+def _blocks(body: dict) -> list[tuple[str, dict | None]]:
     """The prompt in the order it is cached, one entry per block: its text without the mark (the key, and its
     size), and its mark (None if it has none)."""
     found = []
@@ -57,17 +57,22 @@ def _blocks(body: dict) -> list[tuple[str, bool]]:
     return found
 
 
+def _marks(blocks: list, auto) -> list[int]:
+    """The positions of the marked blocks, in order; automatic caching (a top-level mark) marks the last."""
+    return sorted({i for i, (_, mark) in enumerate(blocks) if mark is not None}
+                  | ({len(blocks) - 1} if auto is not None and blocks else set()))
+
+
 def problem(body: dict) -> None:
     """A ``_Rejected`` for a malformed mark or more than four (the API's 400, in its words). Automatic caching
     takes one of the four, unless the last block already has the same mark; a different one is refused."""
     blocks, auto = _blocks(body), body.get("cache_control")
-    marks = sum(mark is not None for _, mark in blocks)
     if auto is not None:
         _marked_ok(auto, "body")
         last = blocks[-1][1] if blocks else None
         if last is not None and last.get("ttl", "5m") != auto.get("ttl", "5m"):   # paraphrased: words not found
             raise _Rejected("cache_control: the top-level cache_control and the last block's differ in ttl")
-        marks += last is None
+    marks = len(_marks(blocks, auto))
     if marks > MAX_MARKS:
         raise _Rejected(f"A maximum of {MAX_MARKS} blocks with cache_control may be provided. Found {marks}.")
 
@@ -82,8 +87,7 @@ class PromptCache:
         """``input_tokens`` (the whole prompt's estimate) as the three counts the API reports; None if nothing
         is marked (the real API then reports the cache counts as 0: the stand-in leaves them out)."""
         blocks = _blocks(body)
-        marks = sorted({i for i, (_, marked) in enumerate(blocks) if marked}
-                       | ({len(blocks) - 1} if body.get("cache_control") is not None and blocks else set()))
+        marks = _marks(blocks, body.get("cache_control"))
         if not marks:
             return None
         keys, sizes, digest, size = [], [], hashlib.sha256(str(body.get("model")).encode()), 0

@@ -79,11 +79,9 @@ class StandInServer:
             self.requests.append({"api": api, "body": body})
             number = len(self.requests)
             rid = f"req_standin_{number:02d}"
-            rejected = (_auth_problem(api, headers) or (anthropic.beta_problem(body, headers) if api == "anthropic"
-                                                        else None) or self._check_safely(api, body))
-            if rejected:   # a refused request uses up no turn
-                self.problems.append(rejected.problem)
-                return _error(api, rejected.status, rejected.message, rid, code=rejected.code, param=rejected.param)
+            refused = self._refused(api, body, headers, rid)
+            if refused:   # a refused request uses up no turn
+                return refused
             if not self.turns:   # the script's fault, not the network's: say so, and tell the SDK not to retry
                 status, body, extra = _error(api, 500, f"the stand-in's script ran out: it had {self._scripted} "
                                              f"turn(s) and request {number} asked for another; add turns to "
@@ -119,14 +117,22 @@ class StandInServer:
             self.requests.append({"api": f"{api} token count", "body": body})
             rid = f"req_standin_{len(self.requests):02d}"
             probe = {"max_tokens": 1, **body} if api == "anthropic" else body
-            rejected = (_auth_problem(api, headers) or (anthropic.beta_problem(body, headers) if api == "anthropic"
-                                                        else None) or self._check_safely(api, probe))
-            if rejected:
-                self.problems.append(rejected.problem)
-                return _error(api, rejected.status, rejected.message, rid, code=rejected.code, param=rejected.param)
+            refused = self._refused(api, body, headers, rid, checked=probe)
+            if refused:
+                return refused
         tokens = len(json.dumps(probe, ensure_ascii=False)) // 4
         return 200, {"input_tokens": tokens, **({"object": "response.input_tokens"} if api == "responses" else {})}, \
             {_ID_HEADER[api]: rid} if api in _ID_HEADER else {}
+
+    def _refused(self, api: str, body: dict, headers, rid: str, checked: dict | None = None) -> tuple | None:
+        """The API's error reply if it refuses the request (noted in ``problems``), else None; ``checked``: the
+        body to check, where it differs from the one sent."""
+        rejected = (_auth_problem(api, headers) or (anthropic.beta_problem(body, headers) if api == "anthropic"
+                                                    else None) or self._check_safely(api, checked or body))
+        if rejected is None:
+            return None
+        self.problems.append(rejected.problem)
+        return _error(api, rejected.status, rejected.message, rid, code=rejected.code, param=rejected.param)
 
     def _check_safely(self, api: str, body: dict) -> _Rejected | None:
         try:
