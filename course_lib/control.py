@@ -163,7 +163,7 @@ class Budget:
             usage = step.usage or {"input_tokens": sending, "output_tokens": reply}
             written, read = usage.get("cache_creation_input_tokens") or 0, usage.get("cache_read_input_tokens") or 0
             tokens_in += (usage.get("input_tokens") or 0) + written + read   # a provider may leave one out
-            cut += 0.9 * read - 0.25 * written   # cached: written at 1.25× the input price (5-minute TTL), read at 0.1×
+            cut += 0.9 * read - 0.25 * written   # Anthropic's cache: writes 1.25× input (5-min TTL), reads 0.1×
             tokens_out += usage.get("output_tokens") or 0
         return {"input_tokens": tokens_in, "output_tokens": tokens_out, "cost": self.cost(tokens_in - cut, tokens_out)}
 

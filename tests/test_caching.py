@@ -219,3 +219,56 @@ def test_the_responses_api_counts_input_tokens_too():
         assert counted.object == "response.input_tokens" and server.remaining == 1
         reply = o.responses.create(model="gpt-5.5", input="What do seven units cost?")
     assert counted.input_tokens == reply.usage.input_tokens > 0
+
+
+# -- OpenAI: automatic caching, reported inside the input count --------------------------------------------------
+# Sources: developers.openai.com/api/docs/guides/prompt-caching (automatic for prompts of 1,024 tokens or more, exact
+# prefix matches only, tools included, hits in increments of 128 tokens, no write fee before the GPT-5.6 models) and
+# the SDK's openai/types/completion_usage.py (``prompt_tokens_details.cached_tokens``: "Cached tokens present in the
+# prompt") and openai/types/responses/response_usage.py (``input_tokens_details``: ``cached_tokens`` and
+# ``cache_write_tokens``, both required).
+
+def test_openai_caches_a_long_prompt_by_itself_and_reports_hits_inside_prompt_tokens_in_steps_of_128():
+    import openai
+    from course_lib.courseware.standin.caching import STEP
+    with StandInServer(["a", "b", "c", "d", "e"]) as server:
+        c = openai.OpenAI(base_url=server.url + "/v1", api_key="sk-standin", max_retries=0)
+
+        def chat(system, question, model="gpt-5.4-mini"):
+            return c.chat.completions.create(model=model, messages=[
+                {"role": "system", "content": system}, {"role": "user", "content": question}]).usage
+        first, second = chat(POLICY, "Can I return a game?"), chat(POLICY, "And a book?")
+        other, trimmed, short = chat(POLICY, "q", "gpt-5.4"), chat(POLICY[10:], "q"), chat("Be brief.", "q")
+    assert first.prompt_tokens_details.cached_tokens == 0 and first.prompt_tokens >= MINIMUM   # nothing to read yet
+    hit = second.prompt_tokens_details.cached_tokens
+    assert MINIMUM <= hit < second.prompt_tokens and (hit - MINIMUM) % STEP == 0   # the shared prefix, rounded down
+    assert second.prompt_tokens - hit < STEP + 30   # what is left: the question, and less than one step
+    assert other.prompt_tokens_details.cached_tokens == 0   # another model has its own cache
+    assert trimmed.prompt_tokens_details.cached_tokens == 0   # the front changed: an exact prefix match only
+    assert short.prompt_tokens_details.cached_tokens == 0 and short.prompt_tokens < MINIMUM
+
+
+def test_the_openai_adapters_move_cached_tokens_out_of_the_input_and_the_budget_prices_them_as_reads():
+    from course_lib.models.openai import OpenAIModel, OpenAIResponsesModel, reply_from_openai, reply_from_responses
+    chat = reply_from_openai({"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}], "usage": {
+        "prompt_tokens": 1300, "completion_tokens": 4, "prompt_tokens_details": {"cached_tokens": 1152}}})
+    assert chat.usage == {"input_tokens": 148, "output_tokens": 4, "cache_read_input_tokens": 1152}
+    plain = reply_from_responses({"status": "completed", "output": [], "usage": {
+        "input_tokens": 40, "output_tokens": 2, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}}})
+    assert plain.usage == {"input_tokens": 40, "output_tokens": 2}   # no hit: the two counts, as before
+    assert reply_from_openai({"choices": [{"message": {"content": ""}}]}).usage == {"input_tokens": 0,
+                                                                                  "output_tokens": 0}
+    turns = [{"tool_calls": [{"name": "lookup", "args": {"topic": "games"}}]}, "No: opened software is not refunded."]
+    for make in (OpenAIModel, OpenAIResponsesModel):
+        with StandInServer(turns) as server:
+            model = make(base_url=server.url + "/v1", api_key="sk-standin", max_retries=0)
+            agent = Agent({"lookup": lookup}, model, max_steps=3, system_prompt=POLICY)
+            assert agent.run("Can I return an opened game?") == "No: opened software is not refunded.", make
+        sent = [len(json.dumps(r["body"], ensure_ascii=False)) // 4 for r in server.requests]   # whole prompts
+        first, second = (step.usage for step in agent.trace)
+        assert "cache_read_input_tokens" not in first and first["input_tokens"] == sent[0], make
+        assert second["cache_read_input_tokens"] >= MINIMUM and 0 < second["input_tokens"] < sent[1] - MINIMUM, make
+        assert second["input_tokens"] + second["cache_read_input_tokens"] == sent[1], make   # inside it, on the wire
+        spent = Budget(max_cost=1.0, prices={"input": 1e6, "output": 0}).spent(agent)   # $1 an input token
+        assert spent["input_tokens"] == sum(sent), make   # every token sent counts toward a token budget
+        assert spent["cost"] == pytest.approx(sum(sent) - 0.9 * second["cache_read_input_tokens"]), make

@@ -949,7 +949,8 @@ def test_each_api_s_plain_text_reply_exactly():
     assert openai_reply == {"id": "chatcmpl-standin-02", "object": "chat.completion", "created": 0, "model": "m",
                             "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"},
                                          "finish_reason": "stop"}],
-                            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10}}
+                            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10,
+                                      "prompt_tokens_details": {"cached_tokens": 0}}}
     assert ollama_reply == {"model": "m", "created_at": "1970-01-01T00:00:00Z",
                             "message": {"role": "assistant", "content": "hi"}, "done": True, "done_reason": "stop",
                             "prompt_eval_count": 7, "eval_count": 3}

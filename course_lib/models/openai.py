@@ -10,6 +10,8 @@ matched by ``call_id``), ``reply_from_responses`` (status ``incomplete`` → ``"
 reasoning items come back encrypted (``include``) and return verbatim before the calls they led to; each tool says
 ``strict: false`` (left out, the Responses API would make every optional argument required).
 
+Both move tokens read from OpenAI's prompt cache out of the input count, to ``cache_read_input_tokens`` (stage 09).
+
 Leaves out: ``previous_response_id`` (the stored, stateful way), streaming, structured outputs and images.
 """
 from __future__ import annotations
@@ -65,12 +67,14 @@ def reply_from_openai(data: dict) -> Reply:
     message = choice.get("message") or {}
     calls = tuple(ToolCall(name=c["function"]["name"], args=scrub(_arguments(c["function"].get("arguments"))),
                            id=c["id"]) for c in message.get("tool_calls") or [] if c.get("function"))
-    usage = data.get("usage") or {}
+    usage = data.get("usage") or {}   # cached tokens are counted inside prompt_tokens: the course counts them apart
+    hit = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
     reason = choice.get("finish_reason")   # a refusal overrides it
     stop, reason = ("refused", "refusal") if message.get("refusal") else (STOPS.get(reason), reason)
     return Reply(text=scrub(message.get("content") or message.get("refusal") or ""), tool_calls=calls,
-                 usage={"input_tokens": usage.get("prompt_tokens") or 0,
-                        "output_tokens": usage.get("completion_tokens") or 0}, stop=stop, provider_stop=reason)
+                 usage={"input_tokens": (usage.get("prompt_tokens") or 0) - hit, "output_tokens": usage.get(
+                     "completion_tokens") or 0, **({"cache_read_input_tokens": hit} if hit else {})},
+                 stop=stop, provider_stop=reason)
 
 
 class OpenAIModel:
@@ -161,9 +165,11 @@ def reply_from_responses(data: dict) -> Reply:
                   for i in output if i.get("type") == "function_call")
     text = "".join(refusals) or "".join(p.get("text", "") for p in parts if p.get("type") == "output_text")
     thinking = [s.get("text", "") for i in output if i.get("type") == "reasoning" for s in i.get("summary") or []]
-    usage = data.get("usage") or {}
+    usage = data.get("usage") or {}   # as in Chat Completions: cached tokens taken out of the input count
+    hit = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
     return Reply(text=scrub(text), tool_calls=calls, stop=stop, provider_stop=why, thinking="\n".join(thinking),
-                 usage={k: usage.get(k) or 0 for k in ("input_tokens", "output_tokens")},
+                 usage={"input_tokens": (usage.get("input_tokens") or 0) - hit, "output_tokens": usage.get(
+                     "output_tokens") or 0, **({"cache_read_input_tokens": hit} if hit else {})},
                  raw={"format": "openai-responses", "content": output})
 
 

@@ -42,12 +42,8 @@ def require_key(provider: str, api_key: str | None) -> str:
 
 def make_client(provider: str, *, base_url: str | None, api_key: str | None, max_retries: int):
     """An SDK client; key and base URL default to the standard environment variables (the SDK reads the URL one)."""
-    key = require_key(provider, api_key)
-    if provider == "anthropic":
-        import anthropic
-        return anthropic.Anthropic(api_key=key, base_url=base_url or None, max_retries=max_retries)
-    import openai
-    return openai.OpenAI(api_key=key, base_url=base_url or None, max_retries=max_retries)
+    key, sdk = require_key(provider, api_key), __import__(provider)   # the SDK (anthropic or openai) loads only now
+    return getattr(sdk, NAMES[provider])(api_key=key, base_url=base_url or None, max_retries=max_retries)
 
 
 def call_api(provider: str, model: str, send, base_url: str = ""):

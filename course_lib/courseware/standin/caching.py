@@ -12,6 +12,13 @@ the first. Usage then splits the input as the SDK's ``types/usage.py`` names it:
 Tokens are the stand-in's estimate (four characters each). Left out: expiry (5 minutes, or ``ttl: "1h"``), the
 per-TTL breakdown ``usage.cache_creation``, settings that invalidate part of the cache (``tool_choice``,
 thinking, effort) and a run of ``tool_use`` or ``tool_result`` blocks counted as one look-back position.
+
+OpenAI's cache (both APIs) is automatic, as developers.openai.com/api/docs/guides/prompt-caching describes it: a
+prompt of 1,024 tokens or more is cached whole; a later one that starts the same way (tools, instructions, then
+messages or input items, the same model) reads the longest such prefix, counted in steps of 128 tokens from
+1,024, as ``cached_tokens`` *inside* the input count. Writes are free before the GPT-5.6 models (the default,
+gpt-5.4-mini, is one): the stand-in reports ``cache_write_tokens`` as 0 and leaves out ``prompt_cache_key``,
+retention and explicit breakpoints.
 """
 from __future__ import annotations
 
@@ -23,6 +30,7 @@ from .common import _Rejected
 MINIMUM = 1024     # tokens: a shorter prefix is not cached
 LOOKBACK = 20      # positions where an earlier entry is still found, the marked block itself the first
 MAX_MARKS = 4
+STEP = 128         # OpenAI: cache hits come in steps of 128 tokens, from MINIMUM
 
 
 def _marked_ok(mark, where: str) -> None:
@@ -103,3 +111,19 @@ class PromptCache:
         created = max(0, sizes[kept[-1]] - read) if kept else 0
         return {"input_tokens": max(0, input_tokens - read - created), "cache_creation_input_tokens": created,
                 "cache_read_input_tokens": read}
+
+    def automatic(self, body: dict, input_tokens: int) -> int:
+        """OpenAI's ``cached_tokens`` for this request (Chat Completions or Responses), its prompt then cached."""
+        head = {k: body.get(k) for k in ("model", "tools", "instructions")}
+        items = body.get("messages") or body.get("input") or []
+        digest, size, read, keys = hashlib.sha256(b"openai\0"), 0, 0, []
+        for item in [head] + (items if isinstance(items, list) else [items]):   # input: a list, or one string
+            text = json.dumps(item, ensure_ascii=False, sort_keys=True)
+            digest.update(text.encode("utf-8", "surrogatepass") + b"\0")   # half an emoji is a name like any other
+            size += len(text) + 2
+            keys.append(digest.hexdigest())
+            read = size // 4 if keys[-1] in self.entries else read
+        if input_tokens >= MINIMUM:
+            self.entries.update(keys)
+        read = min(read, input_tokens)
+        return 0 if read < MINIMUM else MINIMUM + (read - MINIMUM) // STEP * STEP

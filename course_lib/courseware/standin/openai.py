@@ -95,4 +95,5 @@ def reply(body, turn, usage, n) -> dict:
     return {"id": f"chatcmpl-standin-{n:02d}", "object": "chat.completion", "created": 0, "model": body["model"],
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {"prompt_tokens": usage["input_tokens"], "completion_tokens": usage["output_tokens"],
-                      "total_tokens": usage["input_tokens"] + usage["output_tokens"]}}
+                      "total_tokens": usage["input_tokens"] + usage["output_tokens"],
+                      "prompt_tokens_details": {"cached_tokens": usage.get("cached_tokens", 0)}}}

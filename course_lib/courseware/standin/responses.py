@@ -204,5 +204,6 @@ def reply(body, turn, usage, n) -> dict:
             "previous_response_id": body.get("previous_response_id"), "temperature": 1.0,
             "tool_choice": body.get("tool_choice", "auto"), "tools": body.get("tools") or [], "top_p": 1.0,
             "truncation": "disabled", "metadata": {},
-            "usage": {**tokens, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "usage": {**tokens, "input_tokens_details": {"cached_tokens": usage.get("cached_tokens", 0),
+                                                         "cache_write_tokens": 0},
                       "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": sum(tokens.values())}}

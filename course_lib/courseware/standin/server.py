@@ -102,6 +102,8 @@ class StandInServer:
                                           "output_tokens": max(1, len(json.dumps(turn, ensure_ascii=False)) // 4)}
             if api == "anthropic" and "usage" not in turn:   # marked prefixes: read from or written to the cache
                 usage = {**usage, **(self._cache.split(body, usage["input_tokens"]) or {})}
+            if api in ("openai", "responses") and "usage" not in turn:   # automatic: a repeated prefix is read
+                usage = {**usage, "cached_tokens": self._cache.automatic(body, usage["input_tokens"])}
             reply = _FORMATS[api](body, turn, usage, number)
             if api == "anthropic":
                 self._issued.remember(body, reply)
