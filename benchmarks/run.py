@@ -85,13 +85,15 @@ def parse_ms(text: str) -> float:
 
 def adapter_overhead(calls: int = 60) -> dict[str, tuple[float, float]]:
     """Per provider, (ms per call through the course's adapter, ms per bare SDK call with the same request),
-    both against the local stand-in: the adapter adds building the request and reading the reply into a Reply."""
+    both against the local stand-in: the adapter adds building the request and reading the reply into a Reply.
+    Ollama: ``OpenAIModel.ollama()`` against the stand-in's OpenAI-compatible route (Ollama's ``/v1``)."""
     from course_lib.courseware.standin import StandInServer
     from course_lib.models.providers import model_for
     messages = [{"role": "system", "content": "Use the tools."}, {"role": "user", "content": "What do seven cost?"}]
     turn = {"text": "Looking.", "tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]}
     sends = {"anthropic": lambda c, r: c.messages.create(**r), "openai": lambda c, r: c.chat.completions.create(**r),
-             "openai-responses": lambda c, r: c.responses.create(**r)}
+             "openai-responses": lambda c, r: c.responses.create(**r),
+             "ollama": lambda c, r: c.chat.completions.create(**r)}   # its OpenAI-compatible endpoint, as the course uses
     figures = {}
     for provider, send in sends.items():
         with StandInServer([turn] * (6 * calls)) as server:
