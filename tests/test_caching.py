@@ -272,3 +272,15 @@ def test_the_openai_adapters_move_cached_tokens_out_of_the_input_and_the_budget_
         spent = Budget(max_cost=1.0, prices={"input": 1e6, "output": 0}).spent(agent)   # $1 an input token
         assert spent["input_tokens"] == sum(sent), make   # every token sent counts toward a token budget
         assert spent["cost"] == pytest.approx(sum(sent) - 0.9 * second["cache_read_input_tokens"]), make
+
+
+def test_the_responses_api_caches_a_long_string_input_and_the_same_words_as_instructions_are_another_prefix():
+    import openai
+    with StandInServer(["a", "b", "c"]) as server:
+        c = openai.OpenAI(base_url=server.url + "/v1", api_key="sk-standin", max_retries=0)
+        first = c.responses.create(model="gpt-5.4-mini", input=POLICY).usage
+        again = c.responses.create(model="gpt-5.4-mini", input=POLICY).usage   # the very same prompt
+        instead = c.responses.create(model="gpt-5.4-mini", instructions=POLICY, input="q").usage
+    assert first.input_tokens_details.cached_tokens == 0 and first.input_tokens_details.cache_write_tokens == 0
+    assert MINIMUM <= again.input_tokens_details.cached_tokens <= again.input_tokens   # all of it, rounded down
+    assert instead.input_tokens_details.cached_tokens == 0   # the same words as instructions: another prefix

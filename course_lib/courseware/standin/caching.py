@@ -114,7 +114,7 @@ class PromptCache:
 
     def automatic(self, body: dict, input_tokens: int) -> int:
         """OpenAI's ``cached_tokens`` for this request (Chat Completions or Responses), its prompt then cached."""
-        head = {k: body.get(k) for k in ("model", "tools", "instructions")}
+        head = {k: body.get(k) for k in ("model", "tools", "instructions", "previous_response_id")}   # stored: apart
         items = body.get("messages") or body.get("input") or []
         digest, size, read, keys = hashlib.sha256(b"openai\0"), 0, 0, []
         for item in [head] + (items if isinstance(items, list) else [items]):   # input: a list, or one string
