@@ -284,3 +284,20 @@ def test_the_responses_api_caches_a_long_string_input_and_the_same_words_as_inst
     assert first.input_tokens_details.cached_tokens == 0 and first.input_tokens_details.cache_write_tokens == 0
     assert MINIMUM <= again.input_tokens_details.cached_tokens <= again.input_tokens   # all of it, rounded down
     assert instead.input_tokens_details.cached_tokens == 0   # the same words as instructions: another prefix
+
+
+def test_the_usage_plot_and_live_check_count_cached_tokens_in_and_price_them_at_their_rates(monkeypatch):
+    from course_lib.courseware.livecheck import live_check
+    from course_lib.courseware.plots import usage_data
+    from test_livecheck import SCRIPT, point_at
+    run = type("Run", (), {"usage": [{"input_tokens": 100, "output_tokens": 10, "cache_creation_input_tokens": 1000},
+                                     {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 1000}]})()
+    data = usage_data(run, prices={"input": 1.0, "output": 5.0})
+    assert [d["input_tokens"] for d in data] == [1100, 1100]   # every token sent, cached or not
+    assert [d["cumulative_cost"] for d in data] == pytest.approx([(100 + 1250 + 50) / 1e6, (1400 + 200 + 50) / 1e6])
+    hits = [dict(turn, usage={"input_tokens": 1300, "output_tokens": 5, "cached_tokens": 1152 * (n > 0)})
+            for n, turn in enumerate(SCRIPT)]   # a script may say what the cache reported
+    with StandInServer(hits) as server:
+        point_at(monkeypatch, "openai", server)
+        text = "\n".join(live_check("openai").lines())
+    assert "tokens: 3,900 in (2,304 read from the prompt cache), 15 out; about $0.0019" in text, text

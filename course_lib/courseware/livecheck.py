@@ -118,9 +118,12 @@ def live_check(provider: str, model=None, max_steps: int = 6) -> LiveReport:
     report.notes.append("stop reasons seen: " + (", ".join(seen) or "none"))
     if agent.stop_reason == "finish":
         report.notes.append(f"answer: {' '.join(agent.answer.split())[:200]}")
-    usage = agent.total_usage
-    cost = usage_data(agent)[-1]["cumulative_cost"] if agent.usage else 0.0   # at EXAMPLE_PRICES, as the plots
-    report.notes.append(f"tokens: {usage['input_tokens']:,} in, {usage['output_tokens']:,} out; about ${cost:.4f} at "
+    rows = usage_data(agent)   # at EXAMPLE_PRICES, as the plots; cached input tokens counted in, at their rates
+    tokens_in, tokens_out = sum(r["input_tokens"] for r in rows), sum(r["output_tokens"] for r in rows)
+    cached = sum(u.get("cache_read_input_tokens") or 0 for u in agent.usage)
+    cost = rows[-1]["cumulative_cost"] if rows else 0.0
+    report.notes.append(f"tokens: {tokens_in:,} in" + (f" ({cached:,} read from the prompt cache)" if cached else "")
+                        + f", {tokens_out:,} out; about ${cost:.4f} at "
                         f"EXAMPLE prices (${EXAMPLE_PRICES['input']:.2f} / ${EXAMPLE_PRICES['output']:.2f} per "
                         "million tokens in / out), not your provider's price list")
     report.status = 0 if all(ok for ok, _ in report.checks) else 1

@@ -8,7 +8,9 @@ imported only when a figure is drawn, never by ``import course_lib``.
 from __future__ import annotations
 
 from itertools import accumulate
+from types import SimpleNamespace
 
+from ..control import Budget
 from ..models.catalog import EXAMPLE_PRICES   # not any provider's price list: pass yours to `usage_plot`
 
 
@@ -24,13 +26,14 @@ def growth_data(agent) -> list[dict]:
 
 
 def usage_data(agent, prices: dict | None = None) -> list[dict]:
-    """Per step: input and output tokens as reported, and the running cost estimate in dollars."""
-    prices = prices or EXAMPLE_PRICES
-    costs = [u.get("input_tokens", 0) * prices["input"] / 1e6 + u.get("output_tokens", 0) * prices["output"] / 1e6
-             for u in agent.usage]
-    return [{"step": n, "input_tokens": u.get("input_tokens", 0), "output_tokens": u.get("output_tokens", 0),
+    """Per step: the input tokens sent (those read from or written to a prompt cache included) and the output
+    tokens, as reported, and the running cost estimate in dollars, each call priced as stage 09's ``Budget`` does."""
+    budget = Budget(max_cost=1.0, prices=prices or EXAMPLE_PRICES)
+    calls = [budget.spent(SimpleNamespace(model=None, history=[], trace=[SimpleNamespace(usage=u, runs=[], reply="")]))
+             for u in agent.usage]   # one call at a time
+    return [{"step": n, "input_tokens": c["input_tokens"], "output_tokens": c["output_tokens"],
              "cumulative_cost": round(total, 8)}
-            for n, (u, total) in enumerate(zip(agent.usage, accumulate(costs)), 1)]
+            for n, (c, total) in enumerate(zip(calls, accumulate(c["cost"] for c in calls)), 1)]
 
 
 def timeline_data(agent) -> list[dict]:
