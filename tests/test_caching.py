@@ -256,6 +256,9 @@ def test_the_openai_adapters_move_cached_tokens_out_of_the_input_and_the_budget_
     plain = reply_from_responses({"status": "completed", "output": [], "usage": {
         "input_tokens": 40, "output_tokens": 2, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}}})
     assert plain.usage == {"input_tokens": 40, "output_tokens": 2}   # no hit: the two counts, as before
+    odd = reply_from_openai({"choices": [{"message": {"content": "ok"}}], "usage": {   # a server that over-reports
+        "prompt_tokens": 10, "completion_tokens": 1, "prompt_tokens_details": {"cached_tokens": 99}}})
+    assert odd.usage == {"input_tokens": 0, "output_tokens": 1, "cache_read_input_tokens": 10}   # never below 0
     assert reply_from_openai({"choices": [{"message": {"content": ""}}]}).usage == {"input_tokens": 0,
                                                                                   "output_tokens": 0}
     turns = [{"tool_calls": [{"name": "lookup", "args": {"topic": "games"}}]}, "No: opened software is not refunded."]

@@ -68,7 +68,7 @@ def reply_from_openai(data: dict) -> Reply:
     calls = tuple(ToolCall(name=c["function"]["name"], args=scrub(_arguments(c["function"].get("arguments"))),
                            id=c["id"]) for c in message.get("tool_calls") or [] if c.get("function"))
     usage = data.get("usage") or {}   # cached tokens are counted inside prompt_tokens: the course counts them apart
-    hit = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+    hit = min((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0, usage.get("prompt_tokens") or 0)
     reason = choice.get("finish_reason")   # a refusal overrides it
     stop, reason = ("refused", "refusal") if message.get("refusal") else (STOPS.get(reason), reason)
     return Reply(text=scrub(message.get("content") or message.get("refusal") or ""), tool_calls=calls,
@@ -166,7 +166,7 @@ def reply_from_responses(data: dict) -> Reply:
     text = "".join(refusals) or "".join(p.get("text", "") for p in parts if p.get("type") == "output_text")
     thinking = [s.get("text", "") for i in output if i.get("type") == "reasoning" for s in i.get("summary") or []]
     usage = data.get("usage") or {}   # as in Chat Completions: cached tokens taken out of the input count
-    hit = (usage.get("input_tokens_details") or {}).get("cached_tokens") or 0
+    hit = min((usage.get("input_tokens_details") or {}).get("cached_tokens") or 0, usage.get("input_tokens") or 0)
     return Reply(text=scrub(text), tool_calls=calls, stop=stop, provider_stop=why, thinking="\n".join(thinking),
                  usage={"input_tokens": (usage.get("input_tokens") or 0) - hit, "output_tokens": usage.get(
                      "output_tokens") or 0, **({"cache_read_input_tokens": hit} if hit else {})},
