@@ -4,14 +4,13 @@ numbers behind ``plots.memory_plot`` and the README's "Stage 10 in numbers". A s
 summariser (the same note every time): no model is asked anything."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from ..agent import Agent
-from ..control import Budget, estimate_tokens
+from ..control import estimate_tokens
 from ..memory import run_with_memory, summarise, trim_window
 from ..models.anthropic import AnthropicModel
 from ..models.scripted import ScriptedModel
 from ..tools import calculator
+from .plots import call_costs
 from .standin import StandInServer
 
 
@@ -61,7 +60,7 @@ def caching_data(steps: int = 30, keep_last: int = 4) -> dict[str, list[dict]]:
     cached with a window of ``keep_last`` steps. The stand-in's prompt cache is the docs' rules, not a model."""
     ways = {"not cached": (AnthropicModel, None), "cached": (CachedAnthropic, None),
             "cached + window": (CachedAnthropic, lambda h: trim_window(h, keep_last=keep_last))}
-    data, budget = {}, Budget(max_cost=1.0)
+    data = {}
     for way, (kind, shrink) in ways.items():
         goal, script = savings_run(steps - 1)
         turns = [{"tool_calls": [{k: c[k] for k in ("name", "args")} for c in r["tool_calls"]]} if isinstance(r, dict)
@@ -70,7 +69,7 @@ def caching_data(steps: int = 30, keep_last: int = 4) -> dict[str, list[dict]]:
             agent = Agent({"calculator": calculator}, kind(base_url=server.url, api_key="sk-standin"),
                           max_steps=steps)
             run_with_memory(agent, goal, shrink)
-        data[way] = [{"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, **step.usage,   # one call's cost:
-                      "cost": budget.spent(SimpleNamespace(trace=[step], model=agent.model, history=[]))["cost"]}
-                     for step in agent.trace]   # Budget.spent of a run that is this one step
+        usages = [step.usage for step in agent.trace]
+        data[way] = [{"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, **usage, "cost": call["cost"]}
+                     for usage, call in zip(usages, call_costs(usages))]
     return data

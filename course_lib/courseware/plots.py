@@ -25,12 +25,18 @@ def growth_data(agent) -> list[dict]:
             for n, sent in enumerate(_calls(agent.history), 1)]
 
 
-def usage_data(agent, prices: dict | None = None) -> list[dict]:
-    """Per step: the input tokens sent (those read from or written to a prompt cache included) and the output
-    tokens, as reported, and the running cost estimate in dollars, each call priced as stage 09's ``Budget`` does."""
+def call_costs(usages: list[dict], prices: dict | None = None) -> list[dict]:
+    """Each model call's reported ``usage`` as stage 09's ``Budget`` counts it: its input tokens (those read from
+    or written to a prompt cache included), its output tokens, and its cost in dollars (example prices)."""
     budget = Budget(max_cost=1.0, prices=prices or EXAMPLE_PRICES)
-    calls = [budget.spent(SimpleNamespace(model=None, history=[], trace=[SimpleNamespace(usage=u, runs=[], reply="")]))
-             for u in agent.usage]   # one call at a time
+    return [budget.spent(SimpleNamespace(model=None, history=[], trace=[SimpleNamespace(usage=u, runs=[], reply="")]))
+            for u in usages]   # a run that is this one call
+
+
+def usage_data(agent, prices: dict | None = None) -> list[dict]:
+    """Per step: the input tokens sent (cached ones included) and the output tokens, as reported, and the running
+    cost estimate in dollars (``call_costs``)."""
+    calls = call_costs(agent.usage, prices)
     return [{"step": n, "input_tokens": c["input_tokens"], "output_tokens": c["output_tokens"],
              "cumulative_cost": round(total, 8)}
             for n, (c, total) in enumerate(zip(calls, accumulate(c["cost"] for c in calls)), 1)]

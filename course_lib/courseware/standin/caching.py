@@ -85,6 +85,18 @@ def problem(body: dict) -> None:
         raise _Rejected(f"A maximum of {MAX_MARKS} blocks with cache_control may be provided. Found {marks}.")
 
 
+def _prefixes(seed: str, texts: list[str]) -> tuple[list[str], list[int]]:
+    """For each position, the key of the prefix up to and including it and that prefix's size in tokens (four
+    characters each, a separator with each); ``seed`` keeps apart prompts that never share entries (models)."""
+    digest, size, keys, sizes = hashlib.sha256(seed.encode("utf-8", "surrogatepass")), 0, [], []
+    for text in texts:
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\0")   # half an emoji is text like any other
+        size += len(text) + 2
+        keys.append(digest.hexdigest())
+        sizes.append(size // 4)
+    return keys, sizes
+
+
 class PromptCache:
     """The entries written so far (one server's, for every model apart), and each request's usage split."""
 
@@ -98,12 +110,7 @@ class PromptCache:
         marks = _marks(blocks, body.get("cache_control"))
         if not marks:
             return None
-        keys, sizes, digest, size = [], [], hashlib.sha256(str(body.get("model")).encode()), 0
-        for text, _ in blocks:
-            digest.update(text.encode() + b"\0")
-            size += len(text) + 2   # and a separator
-            keys.append(digest.hexdigest())
-            sizes.append(size // 4)
+        keys, sizes = _prefixes(str(body.get("model")), [text for text, _ in blocks])
         read = max((sizes[q] for m in marks for q in range(m, max(-1, m - LOOKBACK), -1)
                     if keys[q] in self.entries), default=0)
         kept = [m for m in marks if sizes[m] >= MINIMUM]
@@ -116,14 +123,9 @@ class PromptCache:
         """OpenAI's ``cached_tokens`` for this request (Chat Completions or Responses), its prompt then cached."""
         head = {k: body.get(k) for k in ("model", "tools", "instructions", "previous_response_id")}   # stored: apart
         items = body.get("messages") or body.get("input") or []
-        digest, size, read, keys = hashlib.sha256(b"openai\0"), 0, 0, []
-        for item in [head] + (items if isinstance(items, list) else [items]):   # input: a list, or one string
-            text = json.dumps(item, ensure_ascii=False, sort_keys=True)
-            digest.update(text.encode("utf-8", "surrogatepass") + b"\0")   # half an emoji is a name like any other
-            size += len(text) + 2
-            keys.append(digest.hexdigest())
-            read = size // 4 if keys[-1] in self.entries else read
+        items = [head] + (items if isinstance(items, list) else [items])   # input: a list, or one string
+        keys, sizes = _prefixes("openai", [json.dumps(i, ensure_ascii=False, sort_keys=True) for i in items])
+        read = min(max((n for key, n in zip(keys, sizes) if key in self.entries), default=0), input_tokens)
         if input_tokens >= MINIMUM:
             self.entries.update(keys)
-        read = min(read, input_tokens)
         return 0 if read < MINIMUM else MINIMUM + (read - MINIMUM) // STEP * STEP
