@@ -7,8 +7,9 @@ API (``POST /v1/messages``), OpenAI Chat Completions (``POST /v1/chat/completion
 answers from a script of turns, one per request, and checks each request as the real API would, refusing a
 broken one with that API's status, error shape and (where we found them) words: a key is sent; each tool call
 is answered by its id, results first; no empty message, no assistant prefill; valid tool names and schemas;
-thinking blocks come back unchanged, in a conversation that has only grown since. Point the real SDKs at it
-with ``base_url``:
+thinking blocks come back unchanged, in a conversation that has only grown since; strict tools and JSON outputs
+(structured outputs) use only the JSON Schema that strict mode takes, and a scripted reply must fit them. Point
+the real SDKs at it with ``base_url``:
 
     with StandInServer([{"tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]},
                         {"text": "Seven units cost $168."}]) as server:

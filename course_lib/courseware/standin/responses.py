@@ -8,8 +8,8 @@ unless sent false), for ``previous_response_id``; and every reasoning item it is
 followed it. A reasoning item comes back only as issued, and only with its encrypted content when nothing is
 stored; a function call it issued after reasoning comes back only with that reasoning item before it; every
 ``function_call`` has its ``function_call_output`` (matched by ``call_id``) and no output lacks its call.
-Tools: flat ``{"type": "function", "name", "parameters", "strict"}``, names of at most 64 characters, and a
-``strict: true`` schema must meet strict mode's rules (every property required, no additional properties).
+Tools: flat ``{"type": "function", "name", "parameters", "strict"}``, names of at most 64 characters; a
+``strict: true`` schema, and a ``text.format`` of type ``json_schema``, must meet strict mode's rules (``schemas``).
 """
 from __future__ import annotations
 
@@ -51,22 +51,6 @@ def _tools(tools) -> None:
         if len(name) > 64:
             raise _Rejected(f"Invalid '{where}': string too long. Expected a string with maximum length 64, but got "
                             f"a string with length {len(name)} instead.", param=where, code="string_above_max_length")
-        problem = _not_strict(tool.get("parameters")) if tool.get("strict") is True else None
-        if problem:
-            raise _Rejected(f"Invalid schema for function '{name}': In context=(), {problem}",
-                            param=f"tools[{k}].parameters", code="invalid_function_parameters")
-
-
-def _not_strict(schema) -> str | None:
-    """What keeps an object schema from strict mode (the two rules its error messages name), or None."""
-    schema = schema if isinstance(schema, dict) else {}
-    if schema.get("additionalProperties") is not False:
-        return "'additionalProperties' is required to be supplied and to be false."
-    missing = [p for p in schema.get("properties") or {} if p not in (schema.get("required") or [])]
-    if missing:
-        return ("'required' is required to be supplied and to be an array including every key in properties. "
-                f"Missing '{missing[0]}'.")
-    return None
 
 
 def _items(value) -> list[dict]:

@@ -4,7 +4,8 @@ status, error shape and words. The HTTP side (reading a body, routing by path) i
 
 ``tool_choice`` is checked (a known kind, naming a tool that was sent; Anthropic refuses a forced one while
 thinking is on) and honoured: a forced reply has no text before its call, and a scripted turn that
-``tool_choice`` rules out is the script's error (500), since the real API would not have produced it.
+``tool_choice`` rules out is the script's error (500), since the real API would not have produced it; so is one
+that a strict tool's schema or a requested JSON output rules out (``schemas``).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import json
 import threading
 from http.server import ThreadingHTTPServer
 
-from . import anthropic, caching, ollama, openai, responses
+from . import anthropic, caching, ollama, openai, responses, schemas
 from .common import _error, _ID_HEADER, _Rejected, _turn
 from .handler import _Handler, _Server
 
@@ -88,8 +89,8 @@ class StandInServer:
                                              "the script", rid)
                 return status, body, {**extra, "x-should-retry": "false"}
             turn = self.turns.pop(0)
-            contradiction = _against_choice(_choice(api, body), turn)
-            if contradiction:   # the script's fault too: the real API would have honoured tool_choice
+            contradiction = _against_choice(_choice(api, body), turn) or schemas.against(api, body, turn)
+            if contradiction:   # the script's fault too: the real API would have honoured tool_choice and schemas
                 status, body, extra = _error(api, 500, f"turn {number} of the stand-in's script {contradiction}", rid)
                 return status, body, {**extra, "x-should-retry": "false"}
             if (_choice(api, body) or ("",))[0] == "forced":   # a forced call comes with no text before it
@@ -142,6 +143,7 @@ class StandInServer:
                 _no_stream(api, body)
                 self._responses.check(body)
                 _choice(api, body)
+                schemas.check(api, body)
                 return None
             problem = _check(api, body) or (self._issued.check(body) if api == "anthropic" else None)
         except _Rejected as rejected:
@@ -166,7 +168,7 @@ def _check(api: str, body: dict) -> str | None:
     if not isinstance(body.get("model"), str) or not isinstance(body.get("messages"), list) or not body["messages"]:
         return "the request needs a model name and a non-empty messages list"
     _choice(api, body)   # tool_choice: a known kind, naming a tool that was sent; forced only without thinking
-    return _CHECKS[api](body)
+    return _CHECKS[api](body) or (schemas.check(api, body) if api != "ollama" else None)
 
 
 def _no_stream(api: str, body: dict) -> None:
