@@ -133,7 +133,8 @@ def _check_call(tools: Mapping[str, Callable], name, args) -> Observation | None
     for arg, value in args.items():
         if (hint := spec.hints.get(arg)) is not None and not _matches(value, hint):
             wanted = hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
-            return _error(f"argument '{arg}' of {name} must be {wanted}, got {json_name(value)} {to_json(value):.60}.")
+            got = "null" if value is None else f"{json_name(value)} {to_json(value):.60}"   # not "null null"
+            return _error(f"argument '{arg}' of {name} must be {wanted}, got {got}.")
     return None
 
 

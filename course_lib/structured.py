@@ -4,8 +4,7 @@ Adds: ``structured_answer``, one more model call after a run, with the answer's 
 function, stage 03): ``force=True`` names it in ``tool_choice`` (Anthropic refuses that while thinking is on),
 ``force=False`` only asks. Stage 05's ``dispatch`` checks the arguments: a bad answer is a ``problem`` sentence.
 
-Leaves out: the providers' constrained decoding to a JSON Schema (``response_format``, structured outputs),
-nested answer types beyond stage 03's, and asking again after a bad answer.
+Leaves out: strict tools and JSON output (lesson 11b builds them), nested answers, and asking again after a bad one.
 """
 from __future__ import annotations
 

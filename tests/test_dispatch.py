@@ -492,7 +492,7 @@ def test_missing_arguments_are_only_the_required_ones_not_given():
     ("shout", {"text": 1.5}, "argument 'text' of shout must be str, got number 1.5."),
     ("shout", {"text": ["a"]}, 'argument \'text\' of shout must be str, got array ["a"].'),
     ("shout", {"text": {"k": 1}}, 'argument \'text\' of shout must be str, got object {"k": 1}.'),
-    ("shout", {"text": None}, "argument 'text' of shout must be str, got null null."),
+    ("shout", {"text": None}, "argument 'text' of shout must be str, got null."),
     ("add", {"a": "사과"}, 'argument \'a\' of add must be int, got string "사과".'),   # Korean as is, not \uXXXX
     ("add", {"a": "9" * 100}, "got string \"" + "9" * 59 + "."),                      # the value cut at 60
     ("maybe", {"n": "3"}, "argument 'n' of maybe must be Optional[int], got string \"3\"."),

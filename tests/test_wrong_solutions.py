@@ -808,6 +808,40 @@ WRONG = [
       "a task on the top node required"),
     W("11.4", "calls as a tuple", [('isinstance(node.get("calls"), list)', 'isinstance(node.get("calls"), (list, tuple))')],
       "a tuple for calls"),
+    # ---- 11.5 an optional property left optional; null added twice or to a required one; constraints kept or
+    # dropped; the description overwritten; only the top object; the given schema changed; a free dict let through
+    W("11.5", "an optional property becomes nullable", [('out["required"], out["additionalProperties"] = '
+                                                          'list(out["properties"]), False',
+                                                          'out["required"], out["additionalProperties"] = '
+                                                          'list(required), False')], "optional left optional"),
+    W("11.5", "already nullable: no second null", [('kinds + ["null"] * ("null" not in kinds)', 'kinds + ["null"]')],
+      "null added twice"),
+    W("11.5", "a required property takes no null", [("            if name not in required:", "            if True:")],
+      "every property nullable"),
+    W("11.5", "a default moves to the description", [('        elif key not in ("required", "additionalProperties"):',
+                                                        '        elif key not in ("required", "additionalProperties", '
+                                                        '"default"):')], "a default dropped"),
+    W("11.5", "a default moves to the description", [('f"{out[\'description\']}\\n\\n{note}" if out.get("description") '
+                                                        'else note', "note")], "the description overwritten"),
+    W("11.5", "Korean in a moved value", [("json.dumps(moved, ensure_ascii=False)", "json.dumps(moved)")],
+      "Korean escaped"),
+    W("11.5", "minItems 0 or 1 stays, others move", [(' or (key == "minItems" and value in (0, 1))',
+                                                       ' or key == "minItems"')], "every minItems kept"),
+    W("11.5", "both providers accept the results", [('("type", "enum", "const", "description", "title")',
+                                                      '("type", "enum", "const", "description", "title", "minimum", '
+                                                      '"default")')], "constraints kept"),
+    W("11.5", "objects inside arrays too", [("            out[key] = strict_schema(value)\n",
+                                             "            out[key] = json.loads(json.dumps(value))\n")],
+      "arrays not entered"),
+    W("11.5", "the schema given is not changed", [("    out, moved = {}, {}\n", "    out, moved = schema, {}\n"),
+                                                  ("        if key == \"properties\":",
+                                                   "        if key in (\"required\", \"additionalProperties\"):\n"
+                                                   "            continue\n        elif key == \"properties\":"),
+                                                  ("    for key, value in schema.items():",
+                                                   "    for key, value in list(schema.items()):")],
+      "the schema edited in place"),
+    W("11.5", "an object without properties", [("        if not schema.get(\"properties\"):\n", "        if False:\n")],
+      "a free dict let through"),
     # ---- 12.1 Unicode forms (of the answer, of the check's texts); case; every number and how numbers are read
     # (commas, units, sums, a word after a number, a minus sign); the tolerance's edge and float slack; all vs any;
     # re.match; None read as ""; a Match object; an unknown type passed over; amounts added across other text; no

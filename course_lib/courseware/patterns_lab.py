@@ -9,11 +9,14 @@ rejects it, then accepts the second; ``script(calls, answer)`` turns a list of c
 replies. ``team_demo()`` is an orchestrator that asks a researcher and an accountant (made-up token counts, to
 show how they add up). ``recall_at_k(index, questions, k)`` is the share of the labelled questions
 (``load_questions()``, in English and Korean, each marked with the lines that answer it) for which the top ``k``
-hits cite those lines. The patterns themselves are the stage modules (``planning``, ``orchestration``,
+hits cite those lines. ``strict_schema(schema)`` rewrites a JSON Schema into the subset both providers' strict
+modes take (exercise 11.5 asks for it; the stand-in's ``schemas`` module is what checks the result). The patterns
+themselves are the stage modules (``planning``, ``orchestration``,
 ``retrieval``); this file is what the lesson runs and measures them with.
 """
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -123,3 +126,51 @@ def recall_at_k(index: Index, questions: list[dict], k: int = 3) -> dict:
         result[lang] = round(sum(mine) / len(mine), 3) if mine else 0.0
     result["missed"] = [q["question"] for q, ok in found if not ok]
     return result
+
+
+# ---------------------------------------------------------------- strict schemas (lesson 11b section 3, exercise 11.5)
+STRICT_KEEP = {"type", "enum", "const", "anyOf", "description", "title", "items", "properties"}
+STRICT_FORMATS = {"date-time", "time", "date", "duration", "email", "hostname", "uri", "ipv4", "ipv6", "uuid"}
+
+
+def strict_schema(schema: dict) -> dict:
+    """The same arguments as a schema both providers' strict modes take, as a new schema: every object closed
+    (``additionalProperties: false``) with every property required, an optional one made nullable (null means
+    "left out"); keywords strict mode cannot enforce moved into the description as JSON, for the model to read."""
+    if not isinstance(schema, dict) or not any(key in schema for key in ("type", "enum", "const", "anyOf")):
+        raise ValueError(f"not a schema that says which values it allows (type, enum, const or anyOf): {schema!r:.60}")
+    out, moved = {}, {}
+    for key, value in schema.items():
+        if key == "properties":
+            out[key] = {name: strict_schema(sub) for name, sub in value.items()}
+        elif key in ("items", "anyOf"):
+            out[key] = strict_schema(value) if key == "items" else [strict_schema(sub) for sub in value]
+        elif key in STRICT_KEEP or (key == "minItems" and value in (0, 1)) or (
+                key == "format" and value in STRICT_FORMATS):
+            out[key] = copy.deepcopy(value)
+        elif key not in ("required", "additionalProperties"):   # those two are set below, for an object
+            moved[key] = value
+    if moved:
+        note = json.dumps(moved, ensure_ascii=False)
+        out["description"] = f"{out['description']}\n\n{note}" if out.get("description") else note
+    if "object" in (schema.get("type") if isinstance(schema.get("type"), list) else [schema.get("type")]) \
+            or "properties" in schema:
+        if not schema.get("properties"):
+            raise ValueError("an object without properties cannot be strict: no other keys are allowed, so it "
+                             "could only be {}; list its properties")
+        required = schema.get("required") or []
+        out["properties"] = {name: sub if name in required else _nullable(sub)
+                             for name, sub in out["properties"].items()}
+        out["required"], out["additionalProperties"] = list(out["properties"]), False
+    return out
+
+
+def _nullable(schema: dict) -> dict:
+    if "anyOf" in schema:
+        return {**schema, "anyOf": schema["anyOf"] + [{"type": "null"}] * ({"type": "null"} not in schema["anyOf"])}
+    if "enum" in schema:
+        return {**schema, "enum": schema["enum"] + [None] * (None not in schema["enum"])}
+    if "type" in schema:
+        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        return {**schema, "type": kinds + ["null"] * ("null" not in kinds)}
+    return {"anyOf": [schema, {"type": "null"}]}   # a const alone

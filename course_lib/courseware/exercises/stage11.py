@@ -1,9 +1,11 @@
-"""Stage 11 · agent patterns: BM25 scores, a checklist step ticked off, a critic's verdict, who called whom."""
+"""Stage 11 · agent patterns: BM25 scores, a checklist step ticked off, a critic's verdict, who called whom, and a
+schema strict mode takes."""
 from __future__ import annotations
 
 import copy
 
 from ..checks import Case, Exercise
+from ..standin.schemas import problem
 from ...tools import ToolError
 
 # ---- 11.1 bm25_scores: the expected numbers are fixed; tests/test_checks.py checks
@@ -138,6 +140,50 @@ def tree_untouched(f) -> str:
 
 # Finished functions the notebook hands over on purpose: the setup cell's tokenize, to try 11.1 on text.
 MAY_USE = {"11.1": {"tokenize"}}
+
+# ---- 11.5 strict_schema: stage 03's schemas and hand-written ones, checked by the stand-in's strict rules
+def prop(kind, description="", **extra) -> dict:
+    return {"type": kind, **({"description": description} if description else {}), **extra}
+
+
+def closed(properties: dict, required=None) -> dict:
+    return {"type": "object", "properties": properties, "required": list(properties) if required is None else required,
+            "additionalProperties": False}
+
+
+TRIP = closed({"city": prop("string", "where the trip goes"), "nights": prop("integer", "nights away")})
+EXPENSE = {"type": "object", "properties": {"city": prop("string", "어디 (where)"),
+                                            "nights": prop("integer", "nights away", default=1, minimum=1)},
+           "required": ["city"], "additionalProperties": False}
+
+
+def strict(schema):
+    return lambda f: f(copy.deepcopy(schema))
+
+
+def both_accept(f) -> list:
+    """What the stand-in's strict checks say of the result, Anthropic's and OpenAI's: [None, None] if both take it."""
+    from ...describe import tool_schema
+    from ...tools import calculator, lookup, search_docs
+    found = []
+    for tool in (calculator, lookup, search_docs):
+        out = f(tool_schema(tool))
+        found.append([problem(out, api) for api in ("anthropic", "openai")])
+    out = f(copy.deepcopy(NESTED_SCHEMA))
+    return found + [[problem(out, api) for api in ("anthropic", "openai")]]
+
+
+NESTED_SCHEMA = {"type": "object", "properties": {
+    "stops": {"type": "array", "minItems": 1, "items": {"type": "object", "properties": {
+        "city": {"type": "string"}, "nights": {"type": "integer", "minimum": 1}}, "required": ["city"]}},
+    "when": {"type": "string", "format": "date"}}, "required": ["stops"]}
+
+
+def schema_untouched(f) -> str:
+    given = copy.deepcopy(NESTED_SCHEMA)
+    f(given)
+    return "unchanged" if given == NESTED_SCHEMA else "changed"
+
 
 EXERCISES = {
     "11.1": Exercise("BM25 scores, as rank-bm25 computes them", [
@@ -336,5 +382,68 @@ EXERCISES = {
              hint="'calls' must be a list, as call_tree gives it: isinstance(node.get('calls'), list), no tuple"),
         Case("a tree that contains itself", loop_tree, raises=ValueError,
              hint="remember the id() of each node you visit: a node met twice is a loop, not a tree"),
+    ]),
+    "11.5": Exercise("A schema strict mode takes", [
+        Case("already strict: the same", strict(TRIP), expected=TRIP,
+             hint="every property required, additionalProperties false: nothing to change (a new dict, equal)"),
+        Case("an optional property becomes nullable", strict(closed({"city": prop("string"), "n": prop("integer")},
+                                                                    ["city"])),
+             expected=closed({"city": prop("string"), "n": prop(["integer", "null"])}),
+             hint="list every property in 'required'; one that was optional takes null: type [\"integer\", \"null\"]"),
+        Case("a default moves to the description", strict(EXPENSE),
+             expected=closed({"city": prop("string", "어디 (where)"),
+                              "nights": prop(["integer", "null"], 'nights away\n\n{"default": 1, "minimum": 1}')}),
+             hint="keywords strict mode cannot enforce go into the description: description + '\\n\\n' + "
+                  "json.dumps({...}, ensure_ascii=False), in the order they came"),
+        Case("no description yet", strict(closed({"n": prop("integer", maximum=9)})),
+             expected=closed({"n": prop("integer", '{"maximum": 9}')}), hint="with no description, the JSON alone"),
+        Case("Korean in a moved value", strict(closed({"c": prop("string", default="부산")}, [])),
+             expected=closed({"c": prop(["string", "null"], '{"default": "부산"}')}),
+             hint="json.dumps(..., ensure_ascii=False): the model reads 부산, not \\ubd80\\uc0b0"),
+        Case("an optional enum takes None", strict(closed({"m": {"enum": ["bus", "train"]}}, [])),
+             expected=closed({"m": {"enum": ["bus", "train", None]}}), hint="an enum is nullable with None among it"),
+        Case("an optional anyOf takes null", strict(closed({"x": {"anyOf": [prop("integer"), prop("string")]}}, [])),
+             expected=closed({"x": {"anyOf": [prop("integer"), prop("string"), prop("null")]}}),
+             hint='an anyOf is nullable with {"type": "null"} among its options'),
+        Case("already nullable: no second null", strict(closed({"x": prop(["string", "null"])}, [])),
+             expected=closed({"x": prop(["string", "null"])}), hint="add null only where it is missing"),
+        Case("a const alone", strict(closed({"v": {"const": 2}}, [])),
+             expected=closed({"v": {"anyOf": [{"const": 2}, prop("null")]}}),
+             hint='no type, enum or anyOf to extend: wrap it, {"anyOf": [schema, {"type": "null"}]}'),
+        Case("a required property takes no null", strict(closed({"n": prop("integer")})),
+             expected=closed({"n": prop("integer")}), hint="only a property that was optional may be null"),
+        Case("objects inside arrays too", strict(NESTED_SCHEMA), expected=closed({
+            "stops": {"type": "array", "minItems": 1, "items": closed({
+                "city": prop("string"), "nights": prop(["integer", "null"], '{"minimum": 1}')})},
+            "when": prop(["string", "null"], format="date")}),
+             hint="recurse into 'properties', 'items' and 'anyOf': every object, however deep, is closed the same way"),
+        Case("minItems 0 or 1 stays, others move", strict(closed({"a": prop("array", items=prop("string"), minItems=2,
+                                                                          maxItems=3)})),
+             expected=closed({"a": prop("array", '{"minItems": 2, "maxItems": 3}', items=prop("string"))}),
+             hint="Anthropic takes minItems only as 0 or 1, and no maxItems"),
+        Case("a format it knows stays, others move", strict(closed({"e": prop("string", format="email"),
+                                                                    "c": prop("string", format="credit-card")})),
+             expected=closed({"e": prop("string", format="email"), "c": prop("string", '{"format": "credit-card"}')}),
+             hint="keep a format from FORMATS; any other format moves to the description"),
+        Case("title stays, pattern moves", strict(closed({"z": prop("string", title="Zip", pattern="^[0-9]{5}$")})),
+             expected=closed({"z": prop("string", '{"pattern": "^[0-9]{5}$"}', title="Zip")}),
+             hint="keep type, enum, const, anyOf, description, title, items, properties; move the rest"),
+        Case("extra keys allowed before: not any more", strict({"type": "object", "properties": {"a": prop("string")},
+                                                              "additionalProperties": True}),
+             expected=closed({"a": prop(["string", "null"])}),
+             hint="additionalProperties is false in strict mode, whatever it was (no 'required': none were)"),
+        Case("both providers accept the results", both_accept, expected=[[None, None]] * 4,
+             shows="[[None, None]] × 4", hint="the stand-in's own strict checks ran on your result for stage 03's "
+                                             "calculator, lookup and search_docs, and the nested schema"),
+        Case("the schema given is not changed", schema_untouched, expected="unchanged",
+             hint="build new dicts (copy.deepcopy a value you keep): never set keys on the schema you were given"),
+        Case("an object without properties", lambda f: f({"type": "object"}), raises=ValueError,
+             hint="a free-form dict cannot be strict (no other keys allowed: only {} would fit): ValueError"),
+        Case("a nested one too", lambda f: f(closed({"meta": {"type": "object"}})), raises=ValueError,
+             hint="check every object as you recurse"),
+        Case("a schema that allows anything", lambda f: f(closed({"x": {"description": "anything"}})),
+             raises=ValueError,
+             hint="no type, enum, const or anyOf: strict mode cannot constrain it, ValueError"),
+        Case("not a dict", lambda f: f(["string"]), raises=ValueError, hint="a schema is a dict: ValueError"),
     ]),
 }
