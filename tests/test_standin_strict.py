@@ -630,32 +630,6 @@ def test_ollama_tool_call_arguments_must_be_objects():
                                                  "api.ToolCallFunctionArguments"}
 
 
-# -- streaming is refused clearly ---------------------------------------------------------------------------
-
-def test_anthropic_stream_helper_gets_a_clear_error():
-    with StandInServer(["unused"]) as server:
-        def stream():
-            with claude(server).messages.stream(model="m", max_tokens=5, messages=[GOAL]) as events:
-                events.get_final_message()
-        exc = rejected(stream)
-    assert exc.status_code == 400 and "does not stream" in str(exc) and server.remaining == 1
-
-
-def test_openai_stream_true_gets_a_clear_error():
-    with StandInServer(["unused"]) as server:
-        exc = rejected(lambda: gpt(server).chat.completions.create(model="m", messages=[GOAL], stream=True),
-                       openai.BadRequestError)
-    assert exc.code == "unsupported_value" and exc.param == "stream" and "does not stream" in str(exc)
-
-
-@pytest.mark.parametrize("stream", [True, None])   # None: left out, and Ollama streams by default
-def test_ollama_stream_gets_a_clear_error(stream):
-    body = {"model": "qwen3:8b", "messages": [GOAL], **({} if stream is None else {"stream": stream})}
-    with StandInServer(["unused"]) as server:
-        status, answer, _ = post(server, "/api/chat", body)
-    assert status == 400 and "does not stream" in answer["error"] and '"stream": false' in answer["error"]
-
-
 # -- concurrency and bookkeeping ----------------------------------------------------------------------------
 
 def test_twenty_concurrent_clients_are_all_answered():
@@ -683,8 +657,9 @@ def test_problems_records_every_rule_broken():
     with StandInServer(["ok"]) as server:
         post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": ""}]})
         post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [GOAL]}, key=None)
-        post(server, "/v1/chat/completions", {"model": "m", "messages": [GOAL], "stream": True})
-        post(server, "/api/chat", {"model": "m", "messages": [GOAL]})
+        post(server, "/v1/chat/completions", {"model": "m", "messages": [GOAL], "tool_choice": "required"})
+        post(server, "/api/chat", {"model": "m", "stream": False, "messages": [GOAL, {"role": "assistant", "content": "",
+             "tool_calls": [{"function": {"name": "lookup", "arguments": "{}"}}]}]})
         status, body, _ = post(server, "/v1/messages", {"model": "m", "max_tokens": 5, "messages": [GOAL]})
     assert len(server.problems) == 4 and status == 200 and body["content"][0]["text"] == "ok"
     assert "no API key was sent" in server.problems[1]
@@ -1092,20 +1067,6 @@ def refused(server, api, body, headers=AUTH, status=400):
     return reply["error"]
 
 
-def test_streaming_is_refused_in_each_api_s_words():
-    server = StandInServer([])
-    assert refused(server, "anthropic", dict(VALID["anthropic"], stream=True)) == {
-        "type": "invalid_request_error", "message": "stream: the local stand-in server does not stream; send the "
-                                                    "request without `stream` (messages.create, not messages.stream)"}
-    assert refused(server, "openai", dict(VALID["openai"], stream=True)) == {
-        "message": "Unsupported value: 'stream' does not support true on the local stand-in server, which does not "
-                   "stream. Supported values are: false.", "type": "invalid_request_error", "param": "stream",
-        "code": "unsupported_value"}
-    assert refused(server, "ollama", dict(VALID["ollama"], stream=True)) == (
-        "the local stand-in server does not stream: send \"stream\": false (Ollama streams unless told not to)")
-    assert answer(StandInServer(["ok"]), "anthropic", dict(VALID["anthropic"], stream=False))[0] == 200
-
-
 def test_a_key_is_required_as_each_sdk_sends_it():
     server = StandInServer(["a", "b", "c"])
     assert refused(server, "anthropic", VALID["anthropic"], {}, 401)["message"] == (
@@ -1197,7 +1158,8 @@ def test_openai_error_code_defaults_only_when_neither_type_nor_code_is_scripted(
 
 @pytest.mark.parametrize("turn, said", [
     ({"txt": "hello"}, "turn 1 has unknown key(s) 'txt'; a turn may have blocks, done_reason, finish_reason, "
-                       "incomplete, redacted_thinking, refusal, stop_reason, text, thinking, tool_calls, usage"),
+                       "incomplete, redacted_thinking, refusal, stop_reason, stream_cut, text, thinking, tool_calls, "
+                       "usage"),
     ({"status": 429, "text": "x", "usage": {}}, "turn 1 has unknown key(s) 'text', 'usage'; a turn may have code, "
                                                  "message, param, retry_after, status, type"),
     (42, "turn 1 must be text or a dict, not int"),

@@ -22,19 +22,22 @@ that open the reply; ``blocks``: more Anthropic blocks, sent as they are; ``stop
 ``finish_reason``, ``done_reason`` (Anthropic, OpenAI, Ollama), verbatim; ``incomplete``: the Responses API's
 ``incomplete_details.reason``; ``refusal`` (text, or ``True``; OpenAI's ``message.refusal`` or a refusal item,
 Anthropic's ``stop_reason: "refusal"`` with ``stop_details``). ``thinking`` is a reasoning item for the
-Responses API (encrypted when the request ``include``s it). An error turn:
+Responses API (encrypted when the request ``include``s it). ``stream_cut: n``: a streamed reply breaks off after
+``n`` events. An error turn:
 ``{"status": 429, "message", "type", "code", "param", "retry_after": seconds}``. Unscripted usage is an
 estimate, a token per four characters; for Anthropic, prefixes marked ``cache_control`` are kept as the API's
 prompt cache keeps them and the usage says what was written and read (``caching``). ``requests`` keeps every
 request body, ``problems`` a sentence per rule broken (for the tool-result checks the stand-in's own plainer
 one; the reply has the API's words).
 
-The parts: ``server`` (the script and each request's checks), ``handler`` (the HTTP side), ``common`` (errors
-and turns), ``caching`` (Anthropic's prompt cache), and one module per wire format: ``anthropic``, ``openai``,
-``responses``, ``ollama``.
+A request with ``"stream": true`` (for Ollama, one without ``"stream": false``) gets the same reply streamed as
+that API streams it: server-sent events, or Ollama's lines of JSON (``stream``).
 
-It leaves out streaming (``"stream": true`` gets a 400 saying so), and any intelligence: the replies are
-whatever the script says. Error texts we could not find are paraphrased, and a comment says so.
+The parts: ``server`` (the script and each request's checks), ``handler`` (the HTTP side), ``common`` (errors
+and turns), ``caching`` (the prompt caches), ``schemas`` (strict mode), ``stream``, and one module per wire format:
+``anthropic``, ``openai``, ``responses``, ``ollama``.
+
+It leaves out any intelligence: the replies are whatever the script says. Error texts we could not find are paraphrased, and a comment says so.
 """
 from .server import StandInServer
 

@@ -12,6 +12,7 @@ import re
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from .common import _error, _Rejected
+from .stream import Streamed
 
 _ROUTES = {"/v1/messages": "anthropic", "/v1/chat/completions": "openai", "/v1/responses": "responses",
            "/api/chat": "ollama"}
@@ -52,12 +53,25 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as e:   # a stand-in bug: an answer in the API's shape, not a dropped connection
             status, payload, extra = _error(api or "openai", 500, f"the stand-in server failed: {e!r}")
             extra["x-should-retry"] = "false"   # a retry meets the same bug
+        if isinstance(payload, Streamed):   # no length: the stream ends when the connection closes (HTTP/1.0)
+            self._stream(status, payload, extra)
+            return
         data = json.dumps(payload).encode()   # \u escapes: half an emoji (a lone surrogate) cannot break the reply
         self.send_response(status)
         for key, value in {"content-type": "application/json", "content-length": str(len(data)), **extra}.items():
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
+
+    def _stream(self, status: int, streamed: Streamed, extra: dict) -> None:
+        self.send_response(status)
+        for key, value in {"content-type": streamed.content_type, "cache-control": "no-cache", **extra}.items():
+            self.send_header(key, value)
+        self.end_headers()
+        for piece in streamed.pieces:
+            self.wfile.write(piece)
+            self.wfile.flush()
+        self.close_connection = True
 
     def _read(self) -> bytes:
         """The body, by its Content-Length (as the SDKs send it) or in chunks; past _MAX_BODY a 413, unread."""

@@ -5,7 +5,8 @@ status, error shape and words. The HTTP side (reading a body, routing by path) i
 ``tool_choice`` is checked (a known kind, naming a tool that was sent; Anthropic refuses a forced one while
 thinking is on) and honoured: a forced reply has no text before its call, and a scripted turn that
 ``tool_choice`` rules out is the script's error (500), since the real API would not have produced it; so is one
-that a strict tool's schema or a requested JSON output rules out (``schemas``).
+that a strict tool's schema or a requested JSON output rules out (``schemas``). A reply asked for with ``stream``
+is the same reply, streamed (``stream``).
 """
 from __future__ import annotations
 
@@ -13,18 +14,10 @@ import json
 import threading
 from http.server import ThreadingHTTPServer
 
-from . import anthropic, caching, ollama, openai, responses, schemas
+from . import anthropic, caching, ollama, openai, responses, schemas, stream
 from .common import _error, _ID_HEADER, _Rejected, _turn
 from .handler import _Handler, _Server
 
-_NO_STREAM = {   # our own words, in each API's shape (OpenAI's after its "this model cannot stream" error)
-    "anthropic": ("stream: the local stand-in server does not stream; send the request without `stream` "
-                  "(messages.create, not messages.stream)", {}),
-    "openai": ("Unsupported value: 'stream' does not support true on the local stand-in server, which does not "
-               "stream. Supported values are: false.", {"param": "stream", "code": "unsupported_value"}),
-    "ollama": ("the local stand-in server does not stream: send \"stream\": false (Ollama streams unless told "
-               "not to)", {})}
-_NO_STREAM["responses"] = _NO_STREAM["openai"]   # the same words, in the same error shape
 _CHECKS = {"anthropic": anthropic.check, "openai": openai.check, "ollama": ollama.check}
 _FORMATS = {"anthropic": anthropic.reply, "openai": openai.reply, "ollama": ollama.reply,
             "responses": responses.reply}
@@ -99,7 +92,8 @@ class StandInServer:
                 return _error(api, turn["status"], turn.get("message", f"scripted error {turn['status']}"), rid,
                               kind=turn.get("type"), code=turn.get("code"), param=turn.get("param"),
                               retry_after=turn.get("retry_after"))
-            usage = turn.get("usage") or {"input_tokens": len(json.dumps(body, ensure_ascii=False)) // 4,
+            sent = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}   # streamed or not: alike
+            usage = turn.get("usage") or {"input_tokens": len(json.dumps(sent, ensure_ascii=False)) // 4,
                                           "output_tokens": max(1, len(json.dumps(turn, ensure_ascii=False)) // 4)}
             if api == "anthropic" and "usage" not in turn:   # marked prefixes: read from or written to the cache
                 usage = {**usage, **(self._cache.split(body, usage["input_tokens"]) or {})}
@@ -110,7 +104,10 @@ class StandInServer:
                 self._issued.remember(body, reply)
             if api == "responses":
                 self._responses.remember(body, reply)
-        return 200, reply, {_ID_HEADER[api]: rid} if api in _ID_HEADER else {}
+        headers = {_ID_HEADER[api]: rid} if api in _ID_HEADER else {}
+        if body.get("stream", api == "ollama") is True:   # the same reply, as the API streams it (Ollama: by default)
+            return 200, stream.events(api, body, reply, turn), headers
+        return 200, reply, headers
 
     def count(self, api: str, body: dict, headers) -> tuple[int, dict, dict]:
         """``POST /v1/messages/count_tokens`` (``api`` "anthropic") and ``/v1/responses/input_tokens``: the request
@@ -140,7 +137,6 @@ class StandInServer:
     def _check_safely(self, api: str, body: dict) -> _Rejected | None:
         try:
             if api == "responses":   # items, not messages: the conversation is checked (and kept) as a whole
-                _no_stream(api, body)
                 self._responses.check(body)
                 _choice(api, body)
                 schemas.check(api, body)
@@ -164,17 +160,10 @@ def _auth_problem(api: str, headers) -> _Rejected | None:
 
 def _check(api: str, body: dict) -> str | None:
     """The checks a real API makes: a sentence, or None; a ``_Rejected`` raised carries the API's own words."""
-    _no_stream(api, body)
     if not isinstance(body.get("model"), str) or not isinstance(body.get("messages"), list) or not body["messages"]:
         return "the request needs a model name and a non-empty messages list"
     _choice(api, body)   # tool_choice: a known kind, naming a tool that was sent; forced only without thinking
     return _CHECKS[api](body) or (schemas.check(api, body) if api != "ollama" else None)
-
-
-def _no_stream(api: str, body: dict) -> None:
-    if body.get("stream", api == "ollama"):   # Ollama streams unless told not to
-        message, details = _NO_STREAM[api]
-        raise _Rejected(message, **details)
 
 
 def _choice(api: str, body: dict) -> tuple[str, str | None] | None:

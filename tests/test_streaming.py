@@ -1,0 +1,213 @@
+"""The stand-in streams (standin/stream.py): the same scripted turn, streamed, reads back through each SDK's own
+stream reader as the same reply; every event is one of the SDK's event types; a call cut off at the token limit
+streams its partial arguments; a broken stream ends early; a refused request is an error before any stream."""
+from __future__ import annotations
+
+import json
+
+import anthropic
+import httpx
+import openai
+import pytest
+from anthropic.types import RawMessageStreamEvent
+from openai.types.chat import ChatCompletionChunk
+from openai.types.responses import ResponseStreamEvent
+from pydantic import TypeAdapter
+
+from course_lib.courseware.standin import StandInServer
+from course_lib.courseware.standin.stream import PIECE
+
+SCHEMA = {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}
+TURN = {"thinking": "먼저 단가를 봅니다 (the unit price first).", "text": "Let me check 😀 단가.",
+        "tool_calls": [{"name": "lookup", "args": {"topic": "단가 (unit price)"}}]}
+CUT = {"text": "Looking it up.", "tool_calls": [{"name": "lookup", "args": '{"topic": "단가 (un'}]}
+HI = [{"role": "user", "content": "부산 출장 (a trip to Busan)"}]
+TOOLS = {"anthropic": [{"name": "lookup", "description": "Look a topic up.", "input_schema": SCHEMA}],
+         "openai": [{"type": "function", "function": {"name": "lookup", "parameters": SCHEMA}}],
+         "responses": [{"type": "function", "name": "lookup", "parameters": SCHEMA, "strict": False}]}
+REQUEST = {"anthropic": {"model": "claude-standin", "max_tokens": 200, "messages": HI, "tools": TOOLS["anthropic"],
+                         "thinking": {"type": "adaptive"}},
+           "openai": {"model": "gpt-standin", "messages": HI, "tools": TOOLS["openai"]},
+           "responses": {"model": "gpt-standin", "input": "hi", "tools": TOOLS["responses"], "store": False,
+                         "include": ["reasoning.encrypted_content"]}}
+PATH = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions", "responses": "/v1/responses",
+        "ollama": "/api/chat"}
+
+
+def served(turn, call):
+    """``call(server)`` against a fresh stand-in playing ``turn`` (fresh: ids and signatures count requests)."""
+    with StandInServer([turn]) as server:
+        return call(server)
+
+
+def claude(server):
+    return anthropic.Anthropic(base_url=server.url, api_key="k", max_retries=0)
+
+
+def gpt(server):
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="k", max_retries=0)
+
+
+def raw(api: str, body: dict, turn=TURN) -> tuple[httpx.Response, list]:
+    """The stream as sent, and its events as JSON: (event name, data) per server-sent event; a dict per line for
+    Ollama."""
+    def call(server):
+        return httpx.post(server.url + PATH[api], json=body, headers={"x-api-key": "k", "authorization": "Bearer k"},
+                          timeout=30)
+    response = served(turn, call)
+    if api == "ollama":
+        return response, [json.loads(line) for line in response.text.splitlines()]
+    found = []
+    for block in response.text.split("\n\n"):
+        fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+        if "data" in fields:
+            found.append((fields.get("event"), fields["data"] if fields["data"] == "[DONE]" else json.loads(fields["data"])))
+    return response, found
+
+
+def without(dumped, *keys):   # a stream helper's parsed copy adds fields of its own (parsed, parsed_arguments)
+    if isinstance(dumped, dict):
+        return {k: without(v, *keys) for k, v in dumped.items() if k not in keys}
+    return [without(v, *keys) for v in dumped] if isinstance(dumped, list) else dumped
+
+
+# ---- the same reply, streamed or not, read by the SDKs' own stream readers --------------------------------------
+def test_anthropic_stream_reads_back_as_the_message_create_returns():
+    def streamed(server):
+        with claude(server).messages.stream(**REQUEST["anthropic"]) as stream:
+            return "".join(stream.text_stream), stream.get_final_message()
+    created = served(TURN, lambda server: claude(server).messages.create(**REQUEST["anthropic"]))
+    text, final = served(TURN, streamed)
+    assert final.model_dump() == created.model_dump() and text == TURN["text"]
+    assert [b.type for b in final.content] == ["thinking", "text", "tool_use"]
+    assert final.content[2].input == TURN["tool_calls"][0]["args"] and final.stop_reason == "tool_use"
+
+
+def test_a_streamed_thinking_block_goes_back_signed_as_issued():
+    with StandInServer([TURN, "Seven units cost $168."]) as server:
+        with claude(server).messages.stream(**REQUEST["anthropic"]) as stream:
+            final = stream.get_final_message()
+        blocks = [b.model_dump(exclude_none=True) for b in final.content]
+        follow = [*HI, {"role": "assistant", "content": blocks},
+                  {"role": "user", "content": [{"type": "tool_result", "tool_use_id": blocks[2]["id"], "content": "$24"}]}]
+        answer = claude(server).messages.create(**{**REQUEST["anthropic"], "messages": follow})
+    assert answer.content[0].text == "Seven units cost $168." and server.problems == []
+
+
+def test_chat_completions_stream_reads_back_as_create_returns_it():
+    def streamed(server):
+        with gpt(server).chat.completions.stream(**REQUEST["openai"], stream_options={"include_usage": True}) as s:
+            return s.get_final_completion()
+    created = served(TURN, lambda server: gpt(server).chat.completions.create(**REQUEST["openai"]))
+    final = served(TURN, streamed)
+    assert without(final.choices[0].message.model_dump(), "parsed", "parsed_arguments", "index") == \
+        created.choices[0].message.model_dump()
+    assert final.choices[0].finish_reason == "tool_calls" and final.usage == created.usage
+
+
+def test_responses_stream_reads_back_as_create_returns_it():
+    def streamed(server):
+        with gpt(server).responses.stream(**REQUEST["responses"]) as stream:
+            return stream.get_final_response()
+    created = served(TURN, lambda server: gpt(server).responses.create(**REQUEST["responses"]))
+    final = served(TURN, streamed)
+    assert without(final.model_dump(), "parsed", "parsed_arguments") == created.model_dump()
+    assert [item.type for item in final.output] == ["reasoning", "message", "function_call"]
+
+
+def test_ollama_streams_unless_told_not_to_and_the_lines_add_up_to_the_reply():
+    body = {"model": "qwen3:8b", "messages": HI}
+    response, lines = raw("ollama", body)
+    _, whole = raw("ollama", {**body, "stream": False})
+    reply = whole[0]
+    assert response.headers["content-type"] == "application/x-ndjson" and len(lines) > 3
+    assert [line["done"] for line in lines] == [False] * (len(lines) - 1) + [True]
+    assert "".join(line["message"].get("content", "") for line in lines) == reply["message"]["content"]
+    assert "".join(line["message"].get("thinking", "") for line in lines) == reply["message"]["thinking"]
+    assert [c for line in lines for c in line["message"].get("tool_calls", [])] == reply["message"]["tool_calls"]
+    last = lines[-1]
+    assert {k: last[k] for k in ("done_reason", "prompt_eval_count", "eval_count")} == \
+        {k: reply[k] for k in ("done_reason", "prompt_eval_count", "eval_count")}
+
+
+# ---- every event is the SDK's own type -----------------------------------------------------------------------
+def test_every_anthropic_event_is_a_raw_message_stream_event_in_order():
+    response, found = raw("anthropic", {**REQUEST["anthropic"], "stream": True})
+    assert response.headers["content-type"] == "text/event-stream"
+    events = [TypeAdapter(RawMessageStreamEvent).validate_python(data) for name, data in found if name != "ping"]
+    assert all(name == data["type"] for name, data in found)   # the event line names the data's type
+    kinds = [e.type for e in events]
+    assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
+    assert kinds.count("content_block_start") == kinds.count("content_block_stop") == 3
+    deltas = [e.delta.type for e in events if e.type == "content_block_delta"]
+    assert {"thinking_delta", "signature_delta", "text_delta", "input_json_delta"} == set(deltas)
+    assert all(len(getattr(e.delta, "text", "")) <= PIECE for e in events if e.type == "content_block_delta")
+
+
+def test_every_chat_chunk_is_a_chat_completion_chunk_and_the_stream_ends_with_done():
+    _, found = raw("openai", {**REQUEST["openai"], "stream": True, "stream_options": {"include_usage": True}})
+    assert found[-1] == (None, "[DONE]")
+    chunks = [ChatCompletionChunk.model_validate(data) for _, data in found[:-1]]
+    assert chunks[0].choices[0].delta.role == "assistant" and chunks[-1].choices == [] and chunks[-1].usage
+    calls = [c for chunk in chunks for choice in chunk.choices for c in choice.delta.tool_calls or []]
+    assert calls[0].id and calls[0].function.name == "lookup" and all(c.id is None for c in calls[1:])
+    assert json.loads("".join(c.function.arguments for c in calls)) == TURN["tool_calls"][0]["args"]
+
+
+def test_every_responses_event_is_a_response_stream_event_numbered_in_order():
+    _, found = raw("responses", {**REQUEST["responses"], "stream": True})
+    events = [TypeAdapter(ResponseStreamEvent).validate_python(data) for _, data in found]
+    assert [e.sequence_number for e in events] == list(range(len(events)))
+    assert events[0].type == "response.created" and events[-1].type == "response.completed"
+    arguments = "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta")
+    assert json.loads(arguments) == TURN["tool_calls"][0]["args"]
+    assert "".join(e.delta for e in events if e.type == "response.output_text.delta") == TURN["text"]
+
+
+# ---- cut off: at the token limit, and a stream that broke ---------------------------------------------------
+def test_a_call_cut_off_at_the_token_limit_streams_its_partial_arguments():
+    _, anthropic_events = raw("anthropic", {**REQUEST["anthropic"], "stream": True}, CUT)
+    partial = "".join(d["delta"]["partial_json"] for _, d in anthropic_events if d.get("delta", {}).get("type")
+                      == "input_json_delta")
+    assert partial == CUT["tool_calls"][0]["args"]
+    assert [d["delta"]["stop_reason"] for _, d in anthropic_events if d["type"] == "message_delta"] == ["max_tokens"]
+    _, chunks = raw("openai", {**REQUEST["openai"], "stream": True}, CUT)
+    assert [c["choices"][0]["finish_reason"] for _, c in chunks[:-1] if c["choices"][0]["finish_reason"]] == ["length"]
+    _, events = raw("responses", {**REQUEST["responses"], "stream": True}, CUT)
+    assert events[-1][1]["type"] == "response.incomplete"
+    assert events[-1][1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
+
+
+@pytest.mark.parametrize("api", ["anthropic", "openai", "responses", "ollama"])
+def test_a_stream_that_breaks_stops_after_its_scripted_events(api):
+    body = {**REQUEST.get(api, {"model": "q", "messages": HI}), "stream": True}
+    _, whole = raw(api, body)
+    _, broken = raw(api, body, {**TURN, "stream_cut": 4})
+    assert broken == whole[:4] and len(whole) > 4
+
+
+def test_the_anthropic_sdk_reads_a_broken_stream_as_a_message_without_a_stop_reason():
+    def streamed(server):
+        with claude(server).messages.stream(**REQUEST["anthropic"]) as stream:
+            return stream.get_final_message()
+    final = served({**TURN, "stream_cut": 6}, streamed)
+    assert final.stop_reason is None   # what an adapter must not take for an answer
+
+
+# ---- refused before any stream -------------------------------------------------------------------------------
+def test_a_refused_streaming_request_is_an_error_with_no_stream_and_uses_no_turn():
+    with StandInServer(["unused"]) as server:
+        with pytest.raises(anthropic.BadRequestError):
+            with claude(server).messages.stream(model="m", max_tokens=5, messages=[]) as stream:
+                stream.get_final_message()
+        with pytest.raises(openai.BadRequestError):
+            gpt(server).chat.completions.create(model="m", messages=HI, stream=True, tool_choice="required")
+        assert server.remaining == 1
+
+
+def test_a_scripted_error_is_sent_as_an_error_not_a_stream():
+    with StandInServer([{"status": 529, "message": "Overloaded"}]) as server:
+        with pytest.raises(anthropic.APIStatusError) as caught:
+            with claude(server).messages.stream(model="m", max_tokens=5, messages=HI) as stream:
+                stream.get_final_message()
+    assert caught.value.status_code == 529
