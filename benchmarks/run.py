@@ -83,10 +83,25 @@ def parse_ms(text: str) -> float:
     return best_of(5, lambda: parse_reply(text)) * 1000
 
 
-def adapter_overhead(calls: int = 60) -> dict[str, tuple[float, float]]:
+def _drained(stream, final=None):
+    """A bare SDK stream read to its end, as a program without the course would: the reader's final reply."""
+    with stream as events:
+        for _ in events:
+            pass
+        return getattr(events, final)() if final else None
+
+
+STREAMS = {"anthropic": lambda c, r: _drained(c.messages.stream(**r), "get_final_message"),
+           "openai": lambda c, r: _drained(c.chat.completions.stream(**r), "get_final_completion"),
+           "openai-responses": lambda c, r: _drained(c.responses.create(**r, stream=True)),
+           "ollama": lambda c, r: _drained(c.chat.completions.stream(**r), "get_final_completion")}
+
+
+def adapter_overhead(calls: int = 60, stream: bool = False) -> dict[str, tuple[float, float]]:
     """Per provider, (ms per call through the course's adapter, ms per bare SDK call with the same request),
     both against the local stand-in: the adapter adds building the request and reading the reply into a Reply.
-    Ollama: ``OpenAIModel.ollama()`` against the stand-in's OpenAI-compatible route (Ollama's ``/v1``)."""
+    Ollama: ``OpenAIModel.ollama()`` against the stand-in's OpenAI-compatible route (Ollama's ``/v1``). ``stream``:
+    both streamed, the bare call through the SDK's own stream reader."""
     from course_lib.courseware.standin import StandInServer
     from course_lib.models.providers import model_for
     messages = [{"role": "system", "content": "Use the tools."}, {"role": "user", "content": "What do seven cost?"}]
@@ -98,7 +113,8 @@ def adapter_overhead(calls: int = 60) -> dict[str, tuple[float, float]]:
     for provider, send in sends.items():
         with StandInServer([turn] * (6 * calls)) as server:
             url = server.url if provider == "anthropic" else server.url + "/v1"
-            model = model_for(provider, base_url=url, api_key="stand-in", max_retries=0)
+            model = model_for(provider, base_url=url, api_key="stand-in", max_retries=0, stream=stream)
+            send = STREAMS[provider] if stream else send
             request = model.request(messages, default_tools())
             adapter = best_of(3, lambda: [model.complete(messages, default_tools()) for _ in range(calls)])
             bare = best_of(3, lambda: [send(model.client, request) for _ in range(calls)])
@@ -126,9 +142,11 @@ def main() -> None:
     serial, eight = eval_seconds(1), eval_seconds(8)
     print(f"course eval, 50 ms per call:     {serial:6.2f} s with --jobs 1, {eight:6.3f} s with --jobs 8: "
           f"{serial / eight:.1f}× faster (issue 14 asks for at least 5×)")
-    for provider, (adapter, bare) in adapter_overhead().items():
-        print(f"adapter vs bare SDK, {provider + ':':17s} {adapter:5.2f} ms vs {bare:5.2f} ms per call against the "
-              f"stand-in: {adapter / bare:.2f}× (issue 25 asks for at most 1.1×)")
+    for stream in (False, True):
+        for provider, (adapter, bare) in adapter_overhead(stream=stream).items():
+            name = provider + (" streamed" if stream else "") + ":"
+            print(f"adapter vs bare SDK, {name:26s} {adapter:5.2f} ms vs {bare:5.2f} ms per call against the "
+                  f"stand-in: {adapter / bare:.2f}× (issue 25 asks for at most 1.1×)")
     import parse_bench   # every hostile shape beside json.loads of 1 MB
     print("\n".join(parse_bench.report()))
 

@@ -211,3 +211,79 @@ def test_a_scripted_error_is_sent_as_an_error_not_a_stream():
             with claude(server).messages.stream(model="m", max_tokens=5, messages=HI) as stream:
                 stream.get_final_message()
     assert caught.value.status_code == 529
+
+
+# ---- the adapters, streaming or not: the same run -------------------------------------------------------------
+from course_lib import default_tools   # noqa: E402
+from course_lib.agent import Agent   # noqa: E402
+from course_lib.models import AnthropicModel, OpenAIModel   # noqa: E402
+from course_lib.models.openai import OpenAIResponsesModel   # noqa: E402
+from course_lib.models.remote import TransientError   # noqa: E402
+
+GOAL = "단가가 얼마예요? (What is the unit price?)"
+SCENARIO = [{"text": "I will look it up.", "tool_calls": [{"name": "lookup", "args": {"topic": "unit price"}}]},
+            "The unit price is $24 (개당 24달러) 😀."]
+ADAPTERS = {"anthropic": lambda server, **kw: AnthropicModel(base_url=server.url, api_key="k", **kw),
+            "openai-responses": lambda server, **kw: OpenAIResponsesModel(base_url=server.url + "/v1", api_key="k",
+                                                                          **kw),
+            "openai": lambda server, **kw: OpenAIModel(base_url=server.url + "/v1", api_key="k", **kw),
+            "ollama": lambda server, **kw: OpenAIModel.ollama(base_url=server.url + "/v1", **kw)}
+
+
+def run(name: str, script, **kwargs):
+    with StandInServer(script) as server:
+        agent = Agent(default_tools(), ADAPTERS[name](server, **kwargs), max_steps=4)
+        agent.run(GOAL)
+    return agent, server
+
+
+@pytest.mark.parametrize("name", list(ADAPTERS))
+def test_the_same_scenario_runs_through_each_adapter_streamed_or_not(name):
+    pieces = []
+    plain, _ = run(name, SCENARIO)
+    streamed, server = run(name, SCENARIO, stream=True, on_text=pieces.append)
+    assert streamed.stop_reason == plain.stop_reason == "finish" and streamed.answer == plain.answer
+    assert [[(r.tool, r.args, r.observation) for r in s.runs] for s in streamed.trace] == \
+        [[(r.tool, r.args, r.observation) for r in s.runs] for s in plain.trace]
+    assert streamed.total_usage == plain.total_usage and streamed.total_usage["input_tokens"] > 0
+    assert "".join(pieces) == "I will look it up." + SCENARIO[1] and len(pieces) > 3
+    assert all(r["body"].get("stream") is True for r in server.requests)
+    if name in ("openai", "ollama"):   # without this, a streamed chat completion has no token counts
+        assert all(r["body"]["stream_options"] == {"include_usage": True} for r in server.requests)
+
+
+IN_THE_CALL = {"anthropic": 9, "openai-responses": 12, "openai": 6, "ollama": 6}   # events until part of the call
+
+
+@pytest.mark.parametrize("name", list(ADAPTERS))
+@pytest.mark.parametrize("where", ["in the text", "in the call"])
+def test_a_stream_that_breaks_off_is_a_transient_error_and_its_call_never_runs(name, where):
+    ran, cut = [], 3 if where == "in the text" else IN_THE_CALL[name]
+
+    def lookup(topic: str) -> str:
+        """Look a topic up.
+
+        Args:
+            topic: what to look up
+        """
+        ran.append(topic)
+        return "$24"
+    with StandInServer([{**SCENARIO[0], "stream_cut": cut}]) as server:
+        model = ADAPTERS[name](server, stream=True, max_retries=0)
+        with pytest.raises(TransientError, match="stream broke off"):
+            model.complete([{"role": "user", "content": GOAL}], {"lookup": lookup})
+    if where == "in the call":   # the stream did get as far as the call: some of its arguments were sent
+        _, events = raw({"openai-responses": "responses", "ollama": "openai"}.get(name, name),
+                        {**REQUEST.get({"openai-responses": "responses"}.get(name, name), REQUEST["openai"]),
+                         "stream": True}, {**SCENARIO[0], "stream_cut": cut})
+        assert "unit" in json.dumps(events[-1]) or "topic" in json.dumps(events[-1]), events[-1]
+    with StandInServer([{**SCENARIO[0], "stream_cut": cut}]) as server:
+        agent = Agent({"lookup": lookup}, ADAPTERS[name](server, stream=True, max_retries=0), max_steps=2)
+        agent.run(GOAL)
+    assert ran == [] and agent.answer != "I will look it up." and "stream broke off" in agent.answer
+
+
+def test_a_call_cut_off_at_the_token_limit_in_a_stream_is_not_run_either():
+    with StandInServer([CUT]) as server:
+        reply = AnthropicModel(base_url=server.url, api_key="k", stream=True).complete(HI, {})
+    assert reply.stop == "max_tokens" and reply.provider_stop == "max_tokens"

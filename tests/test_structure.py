@@ -24,6 +24,7 @@ TOTAL_BUDGET = 4000   # all stage modules together: the library a learner reads 
 # Counted apart from TOTAL_BUDGET, each with its one-line reason: a module's section, from its marker line to the end.
 TOTAL_EXCEPTIONS = {
     "models/openai.py": "# -- the Responses API",   # OpenAI's second API (issue 25): stage 08's fourth wire format
+    "models/remote.py": "# -- streaming",   # a reply read as it arrives (issue 25): a chat window needs it, the loop not
 }
 STAGE_BUDGET = 250    # any one stage module, whole file, comments and docstring included
 STAGE_EXCEPTIONS = {
@@ -87,7 +88,9 @@ def test_the_readme_states_the_line_budget_beside_small_enough_to_read():
     sentence = next(" ".join(p.split()) for p in readme.split("\n\n") if "small enough to read" in " ".join(p.split()))
     assert f"{TOTAL_BUDGET:,}" in sentence, sentence
     apart = sum(map(lines, STAGES)) - sum(map(counted, STAGES))
-    assert "Responses API" in sentence and f"{apart} lines" in sentence, sentence   # what is counted apart, and how much
+    for name, marker in TOTAL_EXCEPTIONS.items():   # each section counted apart, named, with its own size
+        assert f"({lines(name) - counted(name)} lines)" in sentence, (name, sentence)
+    assert "Responses API" in sentence and "streaming" in sentence and f"({apart} lines)" in sentence, sentence
 
 
 @pytest.mark.parametrize("name", sorted(str(p.relative_to(PACKAGE)) for p in (PACKAGE / "courseware").rglob("*.py")))

@@ -6,7 +6,7 @@ go back unchanged, in order, with their ``tool_use`` turn: ``Reply.raw`` keeps t
 too. Stop reasons: ``refusal`` → ``"refused"``, ``max_tokens`` (a cut-off ``tool_use`` never runs),
 ``model_context_window_exceeded`` → ``"context_full"``; a paused turn (``pause_turn``) is sent back to go on.
 
-Leaves out: streaming, prompt caching, images and ``temperature`` (the current SDK's ``messages.create`` dropped it).
+Leaves out: prompt caching, images and ``temperature`` (the current SDK's ``messages.create`` dropped it).
 """
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ from collections.abc import Callable, Mapping
 from ..describe import tool_spec
 from .base import ModelError, Reply, ToolCall, scrub
 from .catalog import model_id
-from .native import NATIVE
-from .remote import call_api, checked_choice, make_client
+from .remote import RemoteModel, checked_choice, make_client, send
 
 # Room for adaptive thinking (it counts toward max_tokens) and still a plain, non-streaming request: the SDK
 # refuses a non-streaming call whose max_tokens could take over ten minutes (about 21,000 tokens and up).
@@ -94,7 +93,7 @@ def _setting(value, variable: str, allowed, what: str):
     return value
 
 
-class AnthropicModel:
+class AnthropicModel(RemoteModel):
     """Claude through the Messages API. ``AnthropicModel()`` reads ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL.
     ``thinking``: None (the model decides), ``"adaptive"``, ``"summarized"`` (with a summary of the thinking),
     ``"disabled"``, or a dict sent as it is; ``effort``: None (the model's default) or one of ``EFFORTS``.
@@ -102,8 +101,9 @@ class AnthropicModel:
 
     def __init__(self, model: str | None = None, *, client=None, base_url: str | None = None,
                  api_key: str | None = None, max_tokens: int = DEFAULT_MAX_TOKENS, native_tools: bool = True,
-                 max_retries: int = 2, thinking: str | dict | None = None, effort: str | None = None):
-        self.model = model or model_id("anthropic")
+                 max_retries: int = 2, thinking: str | dict | None = None, effort: str | None = None,
+                 stream: bool = False, on_text=None):
+        self.model, self.stream, self.on_text = model or model_id("anthropic"), stream, on_text
         if type(max_tokens) is not int or max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive whole number, not {max_tokens!r}")
         self.max_tokens, self.native_tools = max_tokens, native_tools
@@ -128,27 +128,19 @@ class AnthropicModel:
             request["output_config"] = {"effort": self.effort}
         return scrub(request)   # half an emoji cannot be sent as UTF-8: it becomes U+FFFD
 
-    @property
-    def protocol(self):   # how the Agent talks to it: native tool calls, or None for the text protocol
-        return NATIVE if self.native_tools else None
-
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
                  tool_choice: str | None = None) -> Reply:
         # a subclass written before stage 11 may override request(messages, tools): pass tool_choice only if set
         request = self.request(messages, tools) if tool_choice is None else self.request(messages, tools, tool_choice)
         content, usage, sent = [], {}, request["messages"]
         for _ in range(1 + PAUSES):   # pause_turn: a server tool's loop paused the turn; sent back, it goes on
-            data = call_api("anthropic", self.model, lambda: self.client.messages.create(**request),
-                            base_url=str(getattr(self.client, "base_url", ""))).model_dump(exclude_unset=True)
+            data = send(self, "anthropic", self.client.messages, request, "get_final_message")
             content, counts = content + (data.get("content") or []), data.get("usage") or {}
             usage = {k: usage.get(k, 0) + (counts.get(k) or 0) for k in COUNTS}
             if data.get("stop_reason") != "pause_turn":
                 return reply_from_anthropic({**data, "content": content, "usage": usage})
             request = {**request, "messages": [*sent, {"role": "assistant", "content": content}]}
         raise ModelError(f"the model's turn was still paused (pause_turn) after it was sent back {PAUSES} times")
-
-    def __repr__(self) -> str:
-        return f"AnthropicModel(model={self.model!r}, native_tools={self.native_tools})"
 
 
 __all__ = ["AnthropicModel", "ModelError", "choice_to_anthropic", "history_to_anthropic", "reply_from_anthropic",

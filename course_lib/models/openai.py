@@ -12,7 +12,7 @@ reasoning items come back encrypted (``include``) and return verbatim before the
 
 Both move tokens read from OpenAI's prompt cache out of the input count, to ``cache_read_input_tokens`` (stage 09).
 
-Leaves out: ``previous_response_id`` (the stored, stateful way), streaming, structured outputs and images.
+Leaves out: ``previous_response_id`` (the stored, stateful way), structured outputs (lesson 11b) and images.
 """
 from __future__ import annotations
 
@@ -22,8 +22,7 @@ from collections.abc import Callable, Mapping
 from ..describe import tool_spec
 from .base import ModelError, Reply, ToolCall, scrub
 from .catalog import OLLAMA_URL, model_id
-from .native import NATIVE
-from .remote import call_api, checked_choice, make_client
+from .remote import RemoteModel, checked_choice, make_client, send
 
 STOPS = {"length": "max_tokens", "content_filter": "refused"}
 
@@ -77,16 +76,16 @@ def reply_from_openai(data: dict) -> Reply:
                  stop=stop, provider_stop=reason)
 
 
-class OpenAIModel:
+class OpenAIModel(RemoteModel):
     """GPT models through Chat Completions. ``OpenAIModel()`` reads OPENAI_API_KEY / OPENAI_BASE_URL."""
 
     def __init__(self, model: str | None = None, *, client=None, base_url: str | None = None,
                  api_key: str | None = None, native_tools: bool = True, max_retries: int = 2,
-                 provider: str = "openai", max_tokens: int | None = None):
+                 provider: str = "openai", max_tokens: int | None = None, stream: bool = False, on_text=None):
         self.provider, self.model = provider, model or model_id(provider)   # provider "ollama": a local Ollama server
         if max_tokens is not None and (type(max_tokens) is not int or max_tokens < 1):
             raise ValueError(f"max_tokens must be a positive whole number or None, not {max_tokens!r}")
-        self.native_tools, self.max_tokens = native_tools, max_tokens   # None: the model's own limit
+        self.native_tools, self.max_tokens, self.stream, self.on_text = native_tools, max_tokens, stream, on_text
         self.client = client or make_client("openai", base_url=base_url, api_key=api_key, max_retries=max_retries)
 
     @classmethod
@@ -106,23 +105,16 @@ class OpenAIModel:
             request["tool_choice"] = choice_to_openai(checked_choice(tool_choice, tools))
         if self.max_tokens:   # OpenAI's current name for the output limit; Ollama's endpoint knows the old one
             request["max_completion_tokens" if self.provider == "openai" else "max_tokens"] = self.max_tokens
+        if self.stream:   # without this, a stream reports no token counts
+            request["stream_options"] = {"include_usage": True}
         return scrub(request)   # half an emoji cannot be sent as UTF-8: it becomes U+FFFD
-
-    @property
-    def protocol(self):   # how the Agent talks to it: native tool calls, or None for the text protocol
-        return NATIVE if self.native_tools else None
 
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
                  tool_choice: str | None = None) -> Reply:
         # a subclass written before stage 11 may override request(messages, tools): pass tool_choice only if set
         request = self.request(messages, tools) if tool_choice is None else self.request(messages, tools, tool_choice)
-        response = call_api(self.provider, self.model, lambda: self.client.chat.completions.create(**request),
-                            base_url=str(getattr(self.client, "base_url", "")))
-        return reply_from_openai(response.model_dump())
-
-    def __repr__(self) -> str:
-        shown = f"model={self.model!r}, provider={self.provider!r}, native_tools={self.native_tools}"
-        return f"{type(self).__name__}({shown})"
+        chat = self.client.chat.completions
+        return reply_from_openai(send(self, self.provider, chat, request, "get_final_completion"))
 
 
 # -- the Responses API ---------------------------------------------------------------------------------
@@ -201,6 +193,4 @@ class OpenAIResponsesModel(OpenAIModel):
     def complete(self, messages: list[dict], tools: Mapping[str, Callable] | None = None,
                  tool_choice: str | None = None) -> Reply:
         request = self.request(messages, tools) if tool_choice is None else self.request(messages, tools, tool_choice)
-        response = call_api("openai", self.model, lambda: self.client.responses.create(**request),
-                            base_url=str(getattr(self.client, "base_url", "")))
-        return reply_from_responses(response.model_dump(exclude_unset=True, mode="json"))
+        return reply_from_responses(send(self, "openai", self.client.responses, request, None))

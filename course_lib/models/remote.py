@@ -3,7 +3,8 @@
 Adds: ``make_client``; ``call_api``, which turns an SDK error into a ``ModelError`` (``explain_api_error``): what
 happened and what to do (a key without billing is not a rate limit, a 404 may be the base URL, a full context
 ends the run with ``"context_full"``, a ``TransientError`` may work later), then the API's own words, key-like
-text masked, and the request id; ``checked_choice``, a ``tool_choice`` both adapters accept (stage 11 uses it).
+text masked, and the request id; ``checked_choice``, a ``tool_choice`` both adapters accept (stage 11 uses it);
+``RemoteModel``, what the adapters share; ``send``, one request sent or streamed (``read_stream``).
 
 Leaves out: retries (the SDKs' ``max_retries=2`` retry 408, 409, 429 and 5xx). The SDKs load only when used.
 """
@@ -13,6 +14,7 @@ import os
 import re
 
 from .base import ContextFullError, ModelError
+from .native import NATIVE
 
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
 URL_VARS = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
@@ -140,3 +142,51 @@ def checked_choice(choice: str, tools) -> str:
         return choice
     raise ValueError(f"tool_choice must be one of {', '.join(TOOL_CHOICES)} or the name of a tool given, "
                      f"not {choice!r}" + ("" if tools else " (no tools were given)"))
+
+
+class RemoteModel:
+    """What the adapters share; with ``stream=True`` a reply is read as it arrives (``send``), text to ``on_text``."""
+
+    @property
+    def protocol(self):   # how the Agent talks to it: native tool calls, or None for the text protocol
+        return NATIVE if self.native_tools else None
+
+    def __repr__(self) -> str:
+        provider = f", provider={self.provider!r}" if hasattr(self, "provider") else ""
+        return f"{type(self).__name__}(model={self.model!r}{provider}, native_tools={self.native_tools})"
+
+
+# -- streaming: the reply read as it arrives; the loop never needs it, a chat window does (issue 25)
+TEXT_EVENTS = {"text": "text", "content.delta": "delta", "response.output_text.delta": "delta"}   # per SDK reader
+LAST_EVENTS = ("response.completed", "response.incomplete", "response.failed")   # the Responses API's, whole
+
+
+def send(model, provider: str, api, request: dict, final: str | None):
+    """``api.create(**request)`` through ``call_api`` as plain data; with ``model.stream``, its stream read to the end
+    instead (``final``: see ``read_stream``; None: the stream is ``api.create(**request, stream=True)``)."""
+    streamed = (lambda: api.stream(**request)) if final else (lambda: api.create(**request, stream=True))
+    go = (lambda: read_stream(streamed(), final, model.on_text)) if model.stream else (lambda: api.create(**request))
+    reply = call_api(provider, model.model, go, base_url=str(getattr(model.client, "base_url", "")))
+    return reply.model_dump(exclude_unset=True, mode="json")
+
+
+def read_stream(opened, final: str | None, on_text=None):
+    """The whole reply of an SDK stream read to its end (``final``: the reader's method that gives it; None: the last
+    event carries it), ``on_text`` shown each piece of text. A stream that broke off (no last event, no stop reason,
+    a dropped connection) is a TransientError: what came of it is no reply, and a call cut off in it never runs."""
+    import httpx   # the HTTP client under both SDKs
+    reply = None
+    try:
+        with opened as stream:
+            for event in stream:
+                kind = getattr(event, "type", None)
+                if on_text is not None and kind in TEXT_EVENTS:
+                    on_text(getattr(event, TEXT_EVENTS[kind]))
+                reply = event.response if kind in LAST_EVENTS else reply
+            reply = getattr(stream, final)() if final else reply
+    except httpx.TransportError:   # the connection dropped mid-stream
+        reply = None
+    stops = [getattr(reply, "stop_reason", ""), *(c.finish_reason for c in getattr(reply, "choices", None) or [])]
+    if reply is None or None in stops:
+        raise TransientError("the reply's stream broke off before it ended, so none of it is used: try again")
+    return reply
