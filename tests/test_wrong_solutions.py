@@ -473,6 +473,26 @@ WRONG = [
     W("08.4", "the output items first, unchanged",
       [('if item.get("type") == "function_call"]', 'if item.get("type") != "reasoning"]')],
       "every item but reasoning taken for a call"),
+    # ---- 08.5 a stream that broke off taken for a reply; pieces of two calls mixed; arguments parsed too eagerly or
+    # not at all; choices past the first; usage lost; calls in arrival order; the first piece not checked
+    W("08.5", "a stream that broke off", [('    if finish is None:\n        raise ValueError("the stream broke off before '
+                                          'its finish_reason: none of it may be used")\n', "")],
+      "a broken stream taken for a reply"),
+    W("08.5", "two calls, pieces interleaved", [('calls[k]["arguments"].append(', 'calls[max(calls)]["arguments"].append(')],
+      "each piece added to the newest call"),
+    W("08.5", "cut off at the token limit", [("        return arguments\n", "        return {}\n")],
+      "broken JSON read as {}"),
+    W("08.5", "JSON, but not an object", [("    return value if isinstance(value, dict) else arguments", "    return value")],
+      "any JSON kept"),
+    W("08.5", "another choice is not ours", [("            if choice.get(\"index\", 0) != 0:", "            if False:")],
+      "every choice read"),
+    W("08.5", "usage from the last chunk", [('        usage = chunk.get("usage") or usage', "")], "usage never read"),
+    W("08.5", "calls in order of index", [("for _, c in sorted(calls.items())", "for _, c in calls.items()")],
+      "calls in arrival order"),
+    W("08.5", "a piece before its call's first", [('                    if not part.get("id") or not function.get("name"):\n'
+                                                   '                        raise ValueError(f"the first piece of tool '
+                                                   'call {k!r} has no id or no name")\n', "")],
+      "the first piece not checked"),
     # ---- 09.1 normalise both sides (every zero-width character), every text at any depth (keys and tuples too, a
     # number as a key skipped), each seen text on its own, min_span an int
     W("09.1", "other spaces and case", [('return " ".join(text.split()).casefold()', "return text.lower()")],

@@ -1,5 +1,5 @@
-"""Stage 08 · real APIs: the tool-result messages of OpenAI and Anthropic, OpenAI's tool calls read back, and the
-Responses API's items after a tool turn."""
+"""Stage 08 · real APIs: the tool-result messages of OpenAI and Anthropic, OpenAI's tool calls read back, the
+Responses API's items after a tool turn, and a streamed Chat Completions reply put together."""
 from __future__ import annotations
 
 import copy
@@ -120,6 +120,49 @@ CALL_ID_HINT = "name the call's call_id (call_…), not its id (fc_…): the id 
 NO_ID_HINT = "every call needs an id (the API matches results to calls by id): raise ValueError when one is empty"
 SAME_ID_HINT = "ids must be unique, or the API cannot tell the results apart: raise ValueError"
 
+# ---- 08.5 assemble: Chat Completions chunks, as the stand-in streams them (standin/stream.py) and as written here
+def chunk(delta=None, finish=None, index=0, **extra) -> dict:
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": "gpt-x",
+            "choices": [{"index": index, "delta": delta or {}, "finish_reason": finish, "logprobs": None}], **extra}
+
+
+def piece(k, arguments="", call_id=None, name=None) -> dict:
+    first = {"id": call_id, "type": "function"} if call_id else {}
+    return chunk({"tool_calls": [{"index": k, **first, "function": {**({"name": name} if name else {}),
+                                                                    "arguments": arguments}}]})
+
+
+S_ROLE = chunk({"role": "assistant", "content": ""})
+S_TEXT = [S_ROLE, chunk({"content": "개당 $"}), chunk({"content": "24 😀"}), chunk({}, "stop")]
+S_ONE = [S_ROLE, piece(0, "", "call_1", "lookup"), piece(0, '{"top'), piece(0, 'ic": "단'), piece(0, '가"}'),
+       chunk({}, "tool_calls")]
+S_TWO = [S_ROLE, piece(0, '{"topic"', "call_1", "lookup"), piece(1, '{"expression"', "call_2", "calculator"),
+       piece(0, ': "단가"}'), piece(1, ': "7*24"}'), chunk({}, "tool_calls")]
+S_USAGE = {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}
+
+
+def standin_chunks(turn) -> list:
+    """The stand-in's own stream of ``turn``, as JSON: what a real Chat Completions stream sends."""
+    from ..standin import openai as wire, stream
+    body = {"model": "gpt-x", "messages": [GOAL], "stream_options": {"include_usage": True}}
+    reply = wire.reply(body, turn, {"input_tokens": 12, "output_tokens": 5}, 1)
+    lines = [p.decode().removeprefix("data: ").strip() for p in stream.events("openai", body, reply, turn).pieces]
+    return [line if line == "[DONE]" else json.loads(line) for line in lines]
+
+
+def assembled(chunks, *keys):
+    def call(f):
+        got = f(copy.deepcopy(chunks))
+        return [got.get(k) for k in keys] if isinstance(got, dict) else got   # anything else: shown as it came
+    return call
+
+
+def chunks_untouched(f) -> str:
+    given = copy.deepcopy(S_TWO)
+    f(given)
+    return "unchanged" if given == S_TWO else "changed"
+
+
 EXERCISES = {
     "08.1": Exercise("OpenAI: the messages of one tool turn", [
         Case("roles, in order", lambda f: [m["role"] for m in turn(f)], expected=["assistant", "tool", "tool"],
@@ -223,5 +266,65 @@ EXERCISES = {
              raises=ValueError, hint="every call needs a call_id (its result names it): raise ValueError"),
         Case("the same call_id twice", lambda f: call(f, [OUTPUT[2], {**OUTPUT[3], "call_id": "call_a1"}], OBS),
              raises=ValueError, hint=SAME_ID_HINT),
+    ]),
+    "08.5": Exercise("Put a streamed reply together", [
+        Case("text in pieces", assembled(S_TEXT, "text", "tool_calls", "finish_reason"),
+             expected=["개당 $24 😀", [], "stop"],
+             hint="join every choices[0].delta.content in order; the last chunk's finish_reason says how it ended"),
+        Case("content null in a piece", assembled([S_ROLE, chunk({"content": None}), chunk({"content": "ok"}),
+                                                   chunk({}, "stop")], "text"), expected=["ok"],
+             hint="a piece may carry content None, or no content at all: count it as ''"),
+        Case("one call, its arguments in pieces", assembled(S_ONE, "tool_calls", "finish_reason"),
+             expected=[[{"id": "call_1", "name": "lookup", "arguments": {"topic": "단가"}}], "tool_calls"],
+             hint="the first piece of a call has its id and name; join the arguments' pieces, then json.loads them"),
+        Case("two calls, pieces interleaved", assembled(S_TWO, "tool_calls"),
+             expected=[[{"id": "call_1", "name": "lookup", "arguments": {"topic": "단가"}},
+                        {"id": "call_2", "name": "calculator", "arguments": {"expression": "7*24"}}]],
+             hint="each piece names its call by 'index': keep one call per index and add each piece to its own"),
+        Case("calls in order of index", assembled([S_ROLE, piece(1, "{}", "call_b", "b"), piece(0, "{}", "call_a", "a"),
+                                                   chunk({}, "tool_calls")], "tool_calls"),
+             expected=[[{"id": "call_a", "name": "a", "arguments": {}},
+                        {"id": "call_b", "name": "b", "arguments": {}}]],
+             hint="return the calls sorted by index, whichever arrived first"),
+        Case("no arguments at all", assembled([S_ROLE, piece(0, "", "call_1", "list_files"), chunk({}, "tool_calls")],
+                                              "tool_calls"),
+             expected=[[{"id": "call_1", "name": "list_files", "arguments": {}}]],
+             hint="arguments whose text is empty are {}, as a call without arguments"),
+        Case("cut off at the token limit", assembled([*S_ONE[:3], chunk({}, "length")], "tool_calls", "finish_reason"),
+             expected=[[{"id": "call_1", "name": "lookup", "arguments": '{"top'}], "length"],
+             hint="arguments that are not JSON stay as their text: the finish_reason 'length' says the call was cut"),
+        Case("JSON, but not an object", assembled([S_ROLE, piece(0, "[1, 2]", "call_1", "lookup"),
+                                                   chunk({}, "tool_calls")], "tool_calls"),
+             expected=[[{"id": "call_1", "name": "lookup", "arguments": "[1, 2]"}]],
+             hint="arguments are an object or nothing: anything else stays as its text"),
+        Case("a refusal in pieces", assembled([S_ROLE, chunk({"refusal": "I can't"}), chunk({"refusal": " help."}),
+                                               chunk({}, "stop")], "refusal", "text"), expected=["I can't help.", ""],
+             hint="delta.refusal comes in pieces too: join them apart from the text"),
+        Case("usage from the last chunk", assembled([*S_TEXT, {**chunk(), "choices": [], "usage": S_USAGE}, "[DONE]"],
+                                                   "usage", "text"), expected=[S_USAGE, "개당 $24 😀"],
+             hint="with stream_options include_usage, a last chunk has no choices and the usage: keep it"),
+        Case("no usage chunk", assembled(S_TEXT, "usage"), expected=[None], hint="no usage chunk: usage is None"),
+        Case("[DONE] ends it", assembled([*S_TEXT, "[DONE]"], "text"), expected=["개당 $24 😀"],
+             hint="the stream's last line is the text [DONE]: skip it"),
+        Case("another choice is not ours", assembled([S_ROLE, chunk({"content": "A"}), chunk({"content": "B"}, index=1),
+                                                      chunk({}, "stop")], "text"), expected=["A"],
+             hint="only the choice with index 0 is the reply (n=1): skip the others"),
+        Case("the stand-in's stream", assembled(standin_chunks({"text": "배송비는 무료입니다 (shipping is free).",
+                                                                "tool_calls": [{"name": "lookup", "args": {
+                                                                    "topic": "배송 (shipping)"}}]}),
+                                               "text", "tool_calls", "finish_reason"),
+             expected=["배송비는 무료입니다 (shipping is free).",
+                       [{"id": "call_standin_01_1", "name": "lookup", "arguments": {"topic": "배송 (shipping)"}}],
+                       "tool_calls"], hint="a real stream, pieces of 8 characters: the same rules"),
+        Case("a stream that broke off", lambda f: f(copy.deepcopy(S_ONE[:4])), raises=ValueError,
+             hint="no finish_reason anywhere: the stream ended early, and none of it may be used; raise ValueError"),
+        Case("broke off after its text", lambda f: f(copy.deepcopy(S_TEXT[:3])), raises=ValueError,
+             hint="complete-looking text is no answer without a finish_reason either"),
+        Case("a piece before its call's first", lambda f: f([S_ROLE, piece(0, '{"a": 1}'), chunk({}, "tool_calls")]),
+             raises=ValueError, hint="the first piece of each index must bring its id and name: else ValueError"),
+        Case("a chunk that is not a dict", lambda f: f([S_ROLE, "data: {}", chunk({}, "stop")]), raises=ValueError,
+             hint="each chunk is one data: line read as JSON (a dict); only the text '[DONE]' is not"),
+        Case("the chunks are not changed", chunks_untouched, expected="unchanged",
+             hint="build your own lists and dicts: never write into the chunks"),
     ]),
 }
