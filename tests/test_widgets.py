@@ -93,6 +93,35 @@ def test_the_stepper_drives_a_real_adapter_too():
     assert stepper.state()["answer"] == "Seven units cost $168." and stepper.state()["stop_reason"] == "finish"
 
 
+def test_a_streaming_model_shows_its_text_as_it_arrives_in_the_stepper():
+    """stream=True: the stepper takes the model's on_text and shows each piece while the step runs."""
+    from course_lib.models.openai import OpenAIModel
+    from course_lib.courseware.standin import StandInServer
+    script = [{"text": "Looking it up.", "tool_calls": [{"name": "lookup", "args": {"topic": "단가"}}]},
+              {"text": "Seven units cost $168 (일곱 개)."}]
+    seen = []
+    with StandInServer(script) as server:
+        model = OpenAIModel(base_url=server.url + "/v1", api_key="stand-in", stream=True)
+        stepper = AgentStepper(Agent(default_tools(), model), "How much do seven units cost?")
+        stepper.arriving.observe(lambda change: seen.append(change["new"]), "value")
+        stepper.step_button.click()
+        assert stepper.state()["arrived"] == "Looking it up." and "Looking it up." in stepper.arriving.value
+        stepper.step_button.click()
+    assert stepper.state()["arrived"] == "Seven units cost $168 (일곱 개)."
+    pieces = [v for v in seen if v.startswith("<b>arriving</b>")]
+    assert len(pieces) >= 4 and pieces[0] != pieces[-1], seen   # shown piece by piece, not all at once at the end
+    stepper.reset_button.click()
+    assert stepper.arriving.value == "" and stepper.state()["arrived"] == ""
+
+
+def test_a_stepper_leaves_a_models_own_on_text_alone():
+    from course_lib.models.openai import OpenAIModel
+    mine = print
+    model = OpenAIModel(base_url="http://127.0.0.1:9/v1", api_key="stand-in", stream=True, on_text=mine)
+    AgentStepper(Agent(default_tools(), model), "goal")
+    assert model.on_text is mine
+
+
 def test_the_messages_the_last_click_added_are_marked_new(stepper):
     stepper.step()
     assert stepper.state()["new_from"] == 2

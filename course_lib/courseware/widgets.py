@@ -2,7 +2,8 @@
 
 ``AgentStepper(agent, goal)`` shows Step / Run to end / Reset buttons, the step count, the model's last
 reply, the tool call it made, the observation (errors in red) and the messages array as it grows: the
-messages the last click added are marked *new*, and a long one opens to its whole text. Colours come from
+messages the last click added are marked *new*, and a long one opens to its whole text. A model that streams
+(``stream=True``, stage 08) shows its text as it arrives, piece by piece, while a step runs. Colours come from
 JupyterLab's theme variables, so they read in the light and the dark theme. It
 works with any model the ``Agent`` takes: scripted ones and the real adapters. ``ask_with_buttons`` is the
 notebook policy of ``course_lib.courseware.approval.ApprovalGate``: it shows Approve / Deny and waits for a click.
@@ -41,21 +42,29 @@ class AgentStepper:
         self.run_button.on_click(lambda _: self.run_to_end())
         self.reset_button.on_click(lambda _: self.reset())
         self.status = w.HTML()
+        self.arriving = w.HTML()   # a streaming model's text, as it arrives
+        self._arrived = ""
+        if getattr(agent.model, "stream", False) and getattr(agent.model, "on_text", False) is None:
+            agent.model.on_text = self._arrive   # a model that streams and shows its text nowhere else
         self.details = w.HTML()
         self.messages = w.HTML()
         self.box = w.VBox([w.HBox([self.step_button, self.run_button, self.reset_button]), self.status,
-                           self.details, w.HTML("<b>messages array</b>"), self.messages])
+                           self.arriving, self.details, w.HTML("<b>messages array</b>"), self.messages])
         self.reset()
 
     # -- actions (the buttons call these; tests and notebooks may too) -------------------------------
+    def _arrive(self, piece: str) -> None:
+        self._arrived += piece
+        self.arriving.value = f"<b>arriving</b> {html.escape(self._arrived)}"
+
     def step(self) -> None:
-        self._new_from = len(self.agent.history)   # what this click adds is marked "new"
+        self._new_from, self._arrived = len(self.agent.history), ""   # what this click adds is marked "new"
         if not self.agent.done:
             self.agent.step()
         self.refresh()
 
     def run_to_end(self) -> None:
-        self._new_from = len(self.agent.history)
+        self._new_from, self._arrived = len(self.agent.history), ""
         while not self.agent.done:
             self.agent.step()
         self.refresh()
@@ -65,7 +74,7 @@ class AgentStepper:
         if callable(restart):   # a scripted model starts its script again
             restart()
         self.agent.reset(self.goal)
-        self._new_from = len(self.agent.history)
+        self._new_from, self._arrived = len(self.agent.history), ""
         self.refresh()
 
     # -- what is shown ----------------------------------------------------------------------------
@@ -79,11 +88,13 @@ class AgentStepper:
                 "thought": getattr(last, "thought", None),   # why the model acted, if it said (stage 11)
                 "tool_calls": calls, "observations": observations, "problem": last.error if last else None,
                 "answer": self.agent.answer, "new_from": self._new_from,   # the last click added messages[new_from:]
+                "arrived": self._arrived,   # a streaming model's text, as it arrived during the last click
                 "messages": [(m["role"], _short(m.get("content"), 60)) for m in self.agent.history]}
 
     def refresh(self) -> None:
         s = self.state()
         where = "finished" if s["done"] else "ready"
+        self.arriving.value = f"<b>streamed</b> {html.escape(s['arrived'])}" if s["arrived"] else ""
         self.status.value = (f"<b class='stepper-count'>step {s['step']} / {s['max_steps']}</b> · {where}"
                              + (f" · stop reason: <code>{s['stop_reason']}</code>" if s["stop_reason"] else ""))
         rows = [("thought", f"<i>{html.escape(_short(s['thought'], 300))}</i>")] if s["thought"] else []
