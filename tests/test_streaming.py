@@ -51,14 +51,23 @@ def gpt(server):
 def raw(api: str, body: dict, turn=TURN) -> tuple[httpx.Response, list]:
     """The stream as sent, and its events as JSON: (event name, data) per server-sent event; a dict per line for
     Ollama."""
-    def call(server):
-        return httpx.post(server.url + PATH[api], json=body, headers={"x-api-key": "k", "authorization": "Bearer k"},
-                          timeout=30)
+    def call(server):   # read chunk by chunk: a stream that breaks off ends in an incomplete body
+        with httpx.stream("POST", server.url + PATH[api], json=body, timeout=30,
+                          headers={"x-api-key": "k", "authorization": "Bearer k"}) as response:
+            data = bytearray()
+            try:
+                for part in response.iter_bytes():
+                    data += part
+            except httpx.RemoteProtocolError:
+                response.broken = True
+            response.text_read = data.decode()
+            return response
     response = served(turn, call)
+    text = response.text_read
     if api == "ollama":
-        return response, [json.loads(line) for line in response.text.splitlines()]
+        return response, [json.loads(line) for line in text.splitlines()]
     found = []
-    for block in response.text.split("\n\n"):
+    for block in text.split("\n\n"):
         fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
         if "data" in fields:
             found.append((fields.get("event"), fields["data"] if fields["data"] == "[DONE]" else json.loads(fields["data"])))
@@ -179,19 +188,65 @@ def test_a_call_cut_off_at_the_token_limit_streams_its_partial_arguments():
 
 
 @pytest.mark.parametrize("api", ["anthropic", "openai", "responses", "ollama"])
-def test_a_stream_that_breaks_stops_after_its_scripted_events(api):
+def test_a_stream_that_breaks_stops_after_its_scripted_events_without_the_end_of_its_body(api):
     body = {**REQUEST.get(api, {"model": "q", "messages": HI}), "stream": True}
-    _, whole = raw(api, body)
-    _, broken = raw(api, body, {**TURN, "stream_cut": 4})
+    response, whole = raw(api, body)
+    cut, broken = raw(api, body, {**TURN, "stream_cut": 4})
     assert broken == whole[:4] and len(whole) > 4
+    assert response.headers["transfer-encoding"] == "chunked" and not getattr(response, "broken", False)
+    assert cut.broken   # the HTTP client read an incomplete chunked body, as when a real connection drops
 
 
-def test_the_anthropic_sdk_reads_a_broken_stream_as_a_message_without_a_stop_reason():
+@pytest.mark.parametrize("sdk", ["anthropic", "openai"])
+def test_the_sdks_readers_raise_their_http_clients_error_when_a_stream_breaks_off(sdk):
+    import httpx2
+
     def streamed(server):
-        with claude(server).messages.stream(**REQUEST["anthropic"]) as stream:
-            return stream.get_final_message()
-    final = served({**TURN, "stream_cut": 6}, streamed)
-    assert final.stop_reason is None   # what an adapter must not take for an answer
+        if sdk == "anthropic":
+            with claude(server).messages.stream(**REQUEST["anthropic"]) as stream:
+                return stream.get_final_message()
+        with gpt(server).chat.completions.stream(**REQUEST["openai"]) as stream:
+            return stream.get_final_completion()
+    with pytest.raises((httpx2.TransportError, openai.APIConnectionError)):
+        served({**TURN, "stream_cut": 6}, streamed)
+
+
+class _Reader:   # a stream reader that ended cleanly but without its last event: no stop reason
+    def __init__(self, final):
+        self.final = final
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def __iter__(self):
+        return iter([])
+
+    def get_final_message(self):
+        return self.final
+
+
+def test_a_stream_that_ends_without_its_stop_reason_is_no_reply_either():
+    from types import SimpleNamespace
+    from course_lib.models.remote import read_stream
+    with pytest.raises(TransientError, match="stream broke off"):
+        read_stream(_Reader(SimpleNamespace(stop_reason=None)), "get_final_message")
+    with pytest.raises(TransientError, match="stream broke off"):   # the Responses API: no last event came
+        read_stream(_Reader(None), None)
+    done = SimpleNamespace(stop_reason="end_turn")
+    assert read_stream(_Reader(done), "get_final_message") is done
+
+
+def test_an_error_before_the_stream_begins_is_not_taken_for_a_broken_stream():
+    from course_lib.models.remote import read_stream
+
+    class Refused(_Reader):
+        def __enter__(self):
+            raise ValueError("the request itself failed")
+    with pytest.raises(ValueError, match="the request itself failed"):
+        read_stream(Refused(None), "get_final_message")
 
 
 # ---- refused before any stream -------------------------------------------------------------------------------

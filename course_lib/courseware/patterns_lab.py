@@ -168,9 +168,12 @@ def strict_schema(schema: dict) -> dict:
 def _nullable(schema: dict) -> dict:
     if "anyOf" in schema:
         return {**schema, "anyOf": schema["anyOf"] + [{"type": "null"}] * ({"type": "null"} not in schema["anyOf"])}
-    if "enum" in schema:
-        return {**schema, "enum": schema["enum"] + [None] * (None not in schema["enum"])}
-    if "type" in schema:
-        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
-        return {**schema, "type": kinds + ["null"] * ("null" not in kinds)}
-    return {"anyOf": [schema, {"type": "null"}]}   # a const alone
+    if "type" not in schema and "enum" not in schema:
+        return {"anyOf": [schema, {"type": "null"}]}   # a const alone
+    out = dict(schema)   # a type and an enum together (pydantic writes both for a Literal): null in each
+    if "type" in out:
+        kinds = out["type"] if isinstance(out["type"], list) else [out["type"]]
+        out["type"] = kinds + ["null"] * ("null" not in kinds)
+    if "enum" in out:
+        out["enum"] = out["enum"] + [None] * (None not in out["enum"])
+    return out

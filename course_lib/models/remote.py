@@ -174,17 +174,20 @@ def read_stream(opened, final: str | None, on_text=None):
     """The whole reply of an SDK stream read to its end (``final``: the reader's method that gives it; None: the last
     event carries it), ``on_text`` shown each piece of text. A stream that broke off (no last event, no stop reason,
     a dropped connection) is a TransientError: what came of it is no reply, and a call cut off in it never runs."""
-    import httpx   # the HTTP client under both SDKs
-    reply = None
+    import httpx2   # the HTTP client under both SDKs
+    reply, reading = None, False
     try:
         with opened as stream:
+            reading = True   # the request was sent and the stream has begun
             for event in stream:
                 kind = getattr(event, "type", None)
                 if on_text is not None and kind in TEXT_EVENTS:
                     on_text(getattr(event, TEXT_EVENTS[kind]))
                 reply = event.response if kind in LAST_EVENTS else reply
             reply = getattr(stream, final)() if final else reply
-    except httpx.TransportError:   # the connection dropped mid-stream
+    except Exception as e:   # the connection dropped mid-stream, as the HTTP client or the SDK wrapping it says
+        if not reading or not (isinstance(e, httpx2.TransportError) or type(e).__name__ == "APIConnectionError"):
+            raise
         reply = None
     stops = [getattr(reply, "stop_reason", ""), *(c.finish_reason for c in getattr(reply, "choices", None) or [])]
     if reply is None or None in stops:

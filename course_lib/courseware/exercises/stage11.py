@@ -405,6 +405,10 @@ EXERCISES = {
         Case("an optional anyOf takes null", strict(closed({"x": {"anyOf": [prop("integer"), prop("string")]}}, [])),
              expected=closed({"x": {"anyOf": [prop("integer"), prop("string"), prop("null")]}}),
              hint='an anyOf is nullable with {"type": "null"} among its options'),
+        Case("an optional type and enum together", strict(closed({"m": prop("string", enum=["bus", "train"])}, [])),
+             expected=closed({"m": prop(["string", "null"], enum=["bus", "train", None])}),
+             hint="a schema may have both (pydantic writes both for a Literal): add null to the type and None to the "
+                  "enum, or null fits one and not the other"),
         Case("already nullable: no second null", strict(closed({"x": prop(["string", "null"])}, [])),
              expected=closed({"x": prop(["string", "null"])}), hint="add null only where it is missing"),
         Case("a const alone", strict(closed({"v": {"const": 2}}, [])),
@@ -444,6 +448,7 @@ EXERCISES = {
         Case("a schema that allows anything", lambda f: f(closed({"x": {"description": "anything"}})),
              raises=ValueError,
              hint="no type, enum, const or anyOf: strict mode cannot constrain it, ValueError"),
-        Case("not a dict", lambda f: f(["string"]), raises=ValueError, hint="a schema is a dict: ValueError"),
+        Case("not a dict", lambda f: f([("type", "string")]), raises=ValueError,
+             hint="a schema is a dict: check isinstance(schema, dict), ValueError otherwise (no dict(schema))"),
     ]),
 }

@@ -53,7 +53,7 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as e:   # a stand-in bug: an answer in the API's shape, not a dropped connection
             status, payload, extra = _error(api or "openai", 500, f"the stand-in server failed: {e!r}")
             extra["x-should-retry"] = "false"   # a retry meets the same bug
-        if isinstance(payload, Streamed):   # no length: the stream ends when the connection closes (HTTP/1.0)
+        if isinstance(payload, Streamed):   # no length: a stream comes in chunks
             self._stream(status, payload, extra)
             return
         data = json.dumps(payload).encode()   # \u escapes: half an emoji (a lone surrogate) cannot break the reply
@@ -64,13 +64,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _stream(self, status: int, streamed: Streamed, extra: dict) -> None:
+        """In HTTP/1.1 chunks, as the APIs send a stream; one that breaks off stops without its last, empty chunk,
+        so the client's HTTP library reads an incomplete body, as it would when a real connection drops."""
+        self.protocol_version = "HTTP/1.1"
         self.send_response(status)
-        for key, value in {"content-type": streamed.content_type, "cache-control": "no-cache", **extra}.items():
+        headers = {"content-type": streamed.content_type, "cache-control": "no-cache", "transfer-encoding": "chunked",
+                   "connection": "close", **extra}
+        for key, value in headers.items():
             self.send_header(key, value)
         self.end_headers()
         for piece in streamed.pieces:
-            self.wfile.write(piece)
+            self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
             self.wfile.flush()
+        if not streamed.broken:
+            self.wfile.write(b"0\r\n\r\n")
         self.close_connection = True
 
     def _read(self) -> bytes:

@@ -18,7 +18,8 @@ it, so an SDK's stream reader or an adapter's delta assembler can be tried offli
   piece of the message (tool calls whole, in one line), then ``"done": true`` with the reason and the token counts.
 
 A call cut off by the token limit (``args`` as text in the script) streams that text as its argument pieces. A turn
-with ``"stream_cut": n`` stops after ``n`` events (lines, for Ollama) and closes the connection: a stream that broke.
+with ``"stream_cut": n`` stops after ``n`` events (lines, for Ollama) and closes the connection without the last
+chunk of its HTTP body: a stream that broke off, as the SDK's HTTP client meets one.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def _sse(event: str | None, data) -> bytes:
 class Streamed(NamedTuple):   # what the handler writes piece by piece, then closes the connection
     content_type: str
     pieces: list[bytes]
+    broken: bool = False   # stopped short: the connection closes mid-stream
 
 
 def events(api: str, body: dict, reply: dict, turn: dict) -> Streamed:
@@ -48,8 +50,8 @@ def events(api: str, body: dict, reply: dict, turn: dict) -> Streamed:
     pieces = {"anthropic": _anthropic, "openai": _chat, "responses": _responses, "ollama": _ollama}[api](
         body, reply, [c.get("args") if isinstance(c.get("args"), str) else None for c in turn.get("tool_calls", [])])
     cut = turn.get("stream_cut")
-    return Streamed("application/x-ndjson" if api == "ollama" else "text/event-stream",
-                    pieces[:cut] if isinstance(cut, int) else pieces)
+    kind = "application/x-ndjson" if api == "ollama" else "text/event-stream"
+    return Streamed(kind, pieces[:cut], True) if isinstance(cut, int) else Streamed(kind, pieces)
 
 
 def _anthropic(body: dict, reply: dict, cut: list) -> list[bytes]:
