@@ -4,10 +4,11 @@ Adds: ``tool_description`` (a line per tool from its signature and docstring, ca
 tools, the one-JSON-object reply protocol, and that tool results are data, not instructions) and ``tool_schema`` (JSON
 Schema from type hints and ``Args:``, for stage 08). A missing docstring, hint or ``Args:`` line is refused loudly.
 
-Leaves out: nested object schemas, ``*args``/``**kwargs`` (refused), provider formats (stage 08 wraps ``tool_spec``).
+Leaves out: nested object schemas, ``*args``/``**kwargs`` (refused), provider formats (stage 08 wraps ``sent_spec``).
 """
 from __future__ import annotations
 
+import copy
 import inspect
 import json
 import re
@@ -38,13 +39,14 @@ def _tool_line(name: str, func: Callable) -> str:
     return f"- {name}({params}): {_summary(name, func)}"
 
 
-_cached_line = lru_cache(maxsize=1024)(_tool_line)   # every new Agent describes its tools: do it once per tool
+def once_per_tool(make: Callable) -> Callable:   # every new Agent and every model call asks again: cache it
+    cached = lru_cache(maxsize=1024)(make)   # a copy each time; a tool that cannot be hashed is worked out anew
+    return lambda name, func: copy.deepcopy((cached if type(func).__hash__ is not None else make)(name, func))
 
 
 def tool_description(tools: Mapping[str, Callable]) -> str:
     """One line per tool: ``- name(params): first docstring line``; cached, unless the tool cannot be hashed."""
-    return "\n".join((_cached_line if type(func).__hash__ is not None else _tool_line)(name, func)
-                     for name, func in tools.items())
+    return "\n".join(_line(name, func) for name, func in tools.items())
 
 
 SYSTEM_PROMPT = """You are a careful assistant that solves tasks in small steps using tools.
@@ -168,3 +170,6 @@ def tool_schema(func: Callable) -> dict:
 def tool_spec(name: str, func: Callable) -> dict:
     """Provider-neutral tool spec: name, description (the docstring's first line) and parameters."""
     return {"name": name, "description": _summary(name, func), "parameters": tool_schema(func)}
+
+
+_line, sent_spec = once_per_tool(_tool_line), once_per_tool(tool_spec)   # sent_spec: what the adapters send

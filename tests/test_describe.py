@@ -331,7 +331,7 @@ def test_every_default_in_the_default_tools_fits_its_own_type():
 
 # ====================================================================== pinned by mutation testing (issue 16)
 from course_lib.describe import (  # noqa: E402
-    NATIVE_SYSTEM_PROMPT, NATIVE_THOUGHT_RULE, SYSTEM_PROMPT, THOUGHT_RULE, _cached_line)
+    NATIVE_SYSTEM_PROMPT, NATIVE_THOUGHT_RULE, SYSTEM_PROMPT, THOUGHT_RULE, _line, sent_spec)
 
 
 def test_a_string_annotation_is_shown_as_written_not_quoted():
@@ -361,6 +361,35 @@ def test_tool_spec_names_the_tool_by_its_registered_name_in_errors():
 
     with pytest.raises(ValueError, match=r"^tool 'calc' has no docstring"):
         tool_spec("calc", helper)
+
+
+def cache_of(cached):
+    """The lru_cache inside a ``once_per_tool`` function."""
+    return next(cell.cell_contents for cell in cached.__closure__ if hasattr(cell.cell_contents, "cache_info"))
+
+
+_cached_line = cache_of(_line)
+
+
+def test_a_spec_is_worked_out_once_per_tool_and_each_caller_gets_its_own_copy():
+    """Every model call sends its tools' specs (stage 08): the second is a cache hit, and changing one copy
+    changes neither the cache nor the next caller's."""
+    def ping(host: str, tries: int = 3) -> str:
+        """Check that a host answers.
+
+        Args:
+            host: the host name
+            tries: how many times to try
+        """
+
+    cache = cache_of(sent_spec)
+    before = cache.cache_info()
+    first = sent_spec("ping", ping)
+    first["parameters"]["required"].append("tries")   # a caller that changes what it got
+    second = sent_spec("ping", ping)
+    after = cache.cache_info()
+    assert second == tool_spec("ping", ping) and second["parameters"]["required"] == ["host"]
+    assert after.misses == before.misses + 1 and after.hits == before.hits + 1
 
 
 def test_a_line_is_worked_out_once_per_tool_and_remembered():

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Mapping
 
-from ..describe import tool_spec
+from ..describe import sent_spec
 from .base import ModelError, Reply, ToolCall, scrub
 from .catalog import model_id
 from .remote import RemoteModel, checked_choice, make_client, send
@@ -30,7 +30,7 @@ EFFORTS = ("low", "medium", "high", "xhigh", "max")
 
 
 def tools_to_anthropic(tools: Mapping[str, Callable]) -> list[dict]:
-    specs = (tool_spec(name, func) for name, func in tools.items())
+    specs = (sent_spec(name, func) for name, func in tools.items())
     return [{"name": s["name"], "description": s["description"], "input_schema": s["parameters"]} for s in specs]
 
 

@@ -42,9 +42,8 @@ class NativeProtocol:
         return Reading(error="the reply was empty", fix="Answer in plain text, or call one of the tools.",
                        keep=bool(reply.raw and reply.raw.get("content")))   # thinking blocks stay in the history
 
-    def result(self, call: tuple, observation: Observation) -> dict:
-        name, _, call_id = call
-        return {"role": "tool", "tool_call_id": call_id, "name": name, "content": scrub(observation.content),
+    def result(self, call: tuple, observation: Observation) -> dict:   # call: (name, args, id)
+        return {"role": "tool", "tool_call_id": call[2], "name": call[0], "content": scrub(observation.content),
                 "is_error": observation.is_error}
 
     def close(self, history: list[dict], note: str) -> list[dict]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 
-from ..describe import tool_spec
+from ..describe import sent_spec
 from .base import ModelError, Reply, ToolCall, scrub
 from .catalog import OLLAMA_URL, model_id
 from .remote import RemoteModel, checked_choice, make_client, send
@@ -28,7 +28,7 @@ STOPS = {"length": "max_tokens", "content_filter": "refused"}
 
 
 def tools_to_openai(tools: Mapping[str, Callable]) -> list[dict]:
-    return [{"type": "function", "function": tool_spec(name, func)} for name, func in tools.items()]
+    return [{"type": "function", "function": sent_spec(name, func)} for name, func in tools.items()]
 
 
 def choice_to_openai(choice: str, flat: bool = False):
@@ -181,7 +181,7 @@ class OpenAIResponsesModel(OpenAIModel):
         if instructions:
             request["instructions"] = instructions
         if tools and self.native_tools:
-            request["tools"] = [{"type": "function", **tool_spec(n, f), "strict": False} for n, f in tools.items()]
+            request["tools"] = [{"type": "function", **sent_spec(n, f), "strict": False} for n, f in tools.items()]
         if tool_choice is not None:
             request["tool_choice"] = choice_to_openai(checked_choice(tool_choice, tools), flat=True)
         if self.max_tokens:

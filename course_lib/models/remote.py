@@ -162,8 +162,7 @@ LAST_EVENTS = ("response.completed", "response.incomplete", "response.failed")  
 
 
 def send(model, provider: str, api, request: dict, final: str | None):
-    """``api.create(**request)`` through ``call_api`` as plain data; with ``model.stream``, its stream read to the end
-    instead (``final``: see ``read_stream``; None: the stream is ``api.create(**request, stream=True)``)."""
+    """``api.create(**request)`` through ``call_api``, as plain data; with ``model.stream``, read as ``read_stream``."""
     streamed = (lambda: api.stream(**request)) if final else (lambda: api.create(**request, stream=True))
     go = (lambda: read_stream(streamed(), final, model.on_text)) if model.stream else (lambda: api.create(**request))
     reply = call_api(provider, model.model, go, base_url=str(getattr(model.client, "base_url", "")))
