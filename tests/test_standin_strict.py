@@ -1158,8 +1158,8 @@ def test_openai_error_code_defaults_only_when_neither_type_nor_code_is_scripted(
 
 @pytest.mark.parametrize("turn, said", [
     ({"txt": "hello"}, "turn 1 has unknown key(s) 'txt'; a turn may have blocks, done_reason, finish_reason, "
-                       "incomplete, redacted_thinking, refusal, stop_reason, stream_cut, text, thinking, tool_calls, "
-                       "usage"),
+                       "incomplete, redacted_thinking, refusal, stop_reason, stream_cut, stream_error, text, thinking, "
+                       "tool_calls, usage"),
     ({"status": 429, "text": "x", "usage": {}}, "turn 1 has unknown key(s) 'text', 'usage'; a turn may have code, "
                                                  "message, param, retry_after, status, type"),
     (42, "turn 1 must be text or a dict, not int"),

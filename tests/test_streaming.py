@@ -342,3 +342,39 @@ def test_a_call_cut_off_at_the_token_limit_in_a_stream_is_not_run_either():
     with StandInServer([CUT]) as server:
         reply = AnthropicModel(base_url=server.url, api_key="k", stream=True).complete(HI, {})
     assert reply.stop == "max_tokens" and reply.provider_stop == "max_tokens"
+
+
+@pytest.mark.parametrize("name", list(ADAPTERS))
+def test_an_error_the_server_sends_mid_stream_is_a_transient_error_in_its_words_and_nothing_runs(name):
+    ran = []
+
+    def lookup(topic: str) -> str:
+        """Look a topic up.
+
+        Args:
+            topic: what to look up
+        """
+        ran.append(topic)
+        return "$24"
+    said = "Overloaded" if name == "anthropic" else "The server had an error while processing your request."
+    with StandInServer([{**SCENARIO[0], "stream_error": 3}, {**SCENARIO[0], "stream_error": 3}]) as server:
+        with pytest.raises(TransientError) as caught:
+            ADAPTERS[name](server, stream=True, max_retries=0).complete([{"role": "user", "content": GOAL}],
+                                                                        {"lookup": lookup})
+        agent = Agent({"lookup": lookup}, ADAPTERS[name](server, stream=True, max_retries=0), max_steps=2)
+        agent.run(GOAL)
+    assert "stream broke off" in str(caught.value) and f'The API said: "{said}"' in str(caught.value)
+    assert agent.stop_reason == "model_error" and ran == []
+
+
+def test_each_error_event_is_what_the_sdk_reads_as_one():
+    from openai.types.responses import ResponseErrorEvent
+    _, events = raw("anthropic", {**REQUEST["anthropic"], "stream": True}, {**TURN, "stream_error": 2})
+    assert events[-1] == ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    _, events = raw("responses", {**REQUEST["responses"], "stream": True}, {**TURN, "stream_error": 2})
+    assert ResponseErrorEvent.model_validate(events[-1][1]).sequence_number == 2
+    _, chunks = raw("openai", {**REQUEST["openai"], "stream": True}, {**TURN, "stream_error": 2})
+    assert set(chunks[-1][1]) == {"error"} and len(chunks) == 3   # no [DONE] after it
+    with StandInServer([{**TURN, "stream_error": 2}]) as server:
+        with pytest.raises(openai.APIError, match="The server had an error"):
+            list(gpt(server).chat.completions.create(**REQUEST["openai"], stream=True))

@@ -172,9 +172,9 @@ def send(model, provider: str, api, request: dict, final: str | None):
 def read_stream(opened, final: str | None, on_text=None):
     """The whole reply of an SDK stream read to its end (``final``: the reader's method that gives it; None: the last
     event carries it), ``on_text`` shown each piece of text. A stream that broke off (no last event, no stop reason,
-    a dropped connection) is a TransientError: what came of it is no reply, and a call cut off in it never runs."""
+    a dropped connection, an error event) is a TransientError: what came is no reply, and a call cut off never runs."""
     import httpx2   # the HTTP client under both SDKs
-    reply, reading = None, False
+    reply, reading, said = None, False, ""
     try:
         with opened as stream:
             reading = True   # the request was sent and the stream has begun
@@ -183,12 +183,18 @@ def read_stream(opened, final: str | None, on_text=None):
                 if on_text is not None and kind in TEXT_EVENTS:
                     on_text(getattr(event, TEXT_EVENTS[kind]))
                 reply = event.response if kind in LAST_EVENTS else reply
+                said = getattr(event, "message", "") if kind == "error" else said   # the Responses API's error event
             reply = getattr(stream, final)() if final else reply
-    except Exception as e:   # the connection dropped mid-stream, as the HTTP client or the SDK wrapping it says
-        if not reading or not (isinstance(e, httpx2.TransportError) or type(e).__name__ == "APIConnectionError"):
+    except Exception as e:   # mid-stream: the connection dropped, or the server sent an error event (an SDK's APIError)
+        if not reading or not (isinstance(e, httpx2.TransportError) or "APIError" in map(_name, type(e).__mro__)):
             raise
-        reply = None
+        reply, said = None, _error_fields(e)[0] if getattr(e, "body", None) is not None else ""   # its words
     stops = [getattr(reply, "stop_reason", ""), *(c.finish_reason for c in getattr(reply, "choices", None) or [])]
     if reply is None or None in stops:
-        raise TransientError("the reply's stream broke off before it ended, so none of it is used: try again")
+        raise TransientError(f"the reply's stream broke off before it ended, so none of it is used: try again."
+                             + _quote(said, None))
     return reply
+
+
+def _name(kind: type) -> str:
+    return kind.__name__

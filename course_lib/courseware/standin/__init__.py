@@ -23,7 +23,7 @@ that open the reply; ``blocks``: more Anthropic blocks, sent as they are; ``stop
 ``incomplete_details.reason``; ``refusal`` (text, or ``True``; OpenAI's ``message.refusal`` or a refusal item,
 Anthropic's ``stop_reason: "refusal"`` with ``stop_details``). ``thinking`` is a reasoning item for the
 Responses API (encrypted when the request ``include``s it). ``stream_cut: n``: a streamed reply breaks off after
-``n`` events. An error turn:
+``n`` events; ``stream_error: n``: the API's error event after ``n`` events. An error turn:
 ``{"status": 429, "message", "type", "code", "param", "retry_after": seconds}``. Unscripted usage is an
 estimate, a token per four characters; for Anthropic, prefixes marked ``cache_control`` are kept as the API's
 prompt cache keeps them and the usage says what was written and read (``caching``). ``requests`` keeps every

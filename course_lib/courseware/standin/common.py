@@ -41,7 +41,7 @@ def _error(api: str, status: int, message: str, rid: str | None = None, *, kind:
 
 
 _TURN_KEYS = {"text", "tool_calls", "usage", "thinking", "redacted_thinking", "blocks", "stop_reason",
-              "finish_reason", "done_reason", "incomplete", "refusal", "stream_cut"}
+              "finish_reason", "done_reason", "incomplete", "refusal", "stream_cut", "stream_error"}
 _ERROR_KEYS = {"status", "message", "type", "code", "param", "retry_after"}
 
 

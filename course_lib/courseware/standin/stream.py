@@ -19,7 +19,8 @@ it, so an SDK's stream reader or an adapter's delta assembler can be tried offli
 
 A call cut off by the token limit (``args`` as text in the script) streams that text as its argument pieces. A turn
 with ``"stream_cut": n`` stops after ``n`` events (lines, for Ollama) and closes the connection without the last
-chunk of its HTTP body: a stream that broke off, as the SDK's HTTP client meets one.
+chunk of its HTTP body: a stream that broke off, as the SDK's HTTP client meets one. ``"stream_error": n``: after
+``n`` events, the API's error event (an overload, a server error), and the stream ends.
 """
 from __future__ import annotations
 
@@ -49,9 +50,25 @@ def events(api: str, body: dict, reply: dict, turn: dict) -> Streamed:
     """The stream of ``reply`` as ``api`` sends it: its content type and its pieces, in order."""
     pieces = {"anthropic": _anthropic, "openai": _chat, "responses": _responses, "ollama": _ollama}[api](
         body, reply, [c.get("args") if isinstance(c.get("args"), str) else None for c in turn.get("tool_calls", [])])
-    cut = turn.get("stream_cut")
-    kind = "application/x-ndjson" if api == "ollama" else "text/event-stream"
+    cut, kind = turn.get("stream_cut"), "application/x-ndjson" if api == "ollama" else "text/event-stream"
+    if isinstance(turn.get("stream_error"), int):   # the server's error event after that many events, and the end
+        return Streamed(kind, pieces[:turn["stream_error"]] + [_error_event(api, turn["stream_error"])])
     return Streamed(kind, pieces[:cut], True) if isinstance(cut, int) else Streamed(kind, pieces)
+
+
+def _error_event(api: str, n: int) -> bytes:
+    """An error in the middle of a stream, as each API sends one (Anthropic: an ``error`` event, documented for an
+    overload; Chat Completions: a chunk that is an ``error`` object; Responses: an ``error`` event; Ollama: a line
+    with ``error``); the messages are ours."""
+    if api == "anthropic":
+        return _sse("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    if api == "responses":
+        return _sse("error", {"type": "error", "code": "server_error", "message": "The server had an error while "
+                              "processing your request.", "param": None, "sequence_number": n})
+    error = {"message": "The server had an error while processing your request.", "type": "server_error"}
+    if api == "openai":
+        return _sse(None, {"error": error})
+    return (json.dumps({"error": error["message"]}) + "\n").encode()
 
 
 def _anthropic(body: dict, reply: dict, cut: list) -> list[bytes]:
