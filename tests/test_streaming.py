@@ -378,3 +378,37 @@ def test_each_error_event_is_what_the_sdk_reads_as_one():
     with StandInServer([{**TURN, "stream_error": 2}]) as server:
         with pytest.raises(openai.APIError, match="The server had an error"):
             list(gpt(server).chat.completions.create(**REQUEST["openai"], stream=True))
+
+
+@pytest.mark.parametrize("name", ["openai", "ollama"])
+@pytest.mark.parametrize("turn, stop", [({"text": "Looking.", "tool_calls": [{"name": "lookup", "args": '{"topic": "단'}]},
+                                         "max_tokens"), ({"text": "Part of it", "finish_reason": "length"}, "max_tokens"),
+                                        ({"text": "Part of it", "finish_reason": "content_filter"}, "refused")],
+                         ids=["cut call", "length", "content filter"])
+def test_a_streamed_chat_reply_cut_by_length_or_the_filter_stops_as_it_does_unstreamed(name, turn, stop):
+    plain, _ = run(name, [turn])
+    streamed, _ = run(name, [turn], stream=True)
+    assert streamed.stop_reason == plain.stop_reason == stop and streamed.answer == plain.answer
+
+
+def test_half_an_emoji_in_streamed_anthropic_arguments_is_a_sentence_not_a_traceback():
+    from course_lib.models import ModelError
+    turn = {"tool_calls": [{"name": "lookup", "args": {"topic": "half \ud83d"}}]}
+    with StandInServer([turn]) as server:
+        with pytest.raises(ModelError, match="half an emoji.*without streaming"):
+            ADAPTERS["anthropic"](server, stream=True).complete(HI, {})
+
+
+@pytest.mark.parametrize("options", [{"stream": "yes"}, {"stream": True, "on_text": "print"}])
+def test_stream_and_on_text_of_the_wrong_kind_say_so(options):
+    with StandInServer(["unused"]) as server:
+        with pytest.raises(TypeError, match="stream is True or False and on_text a function"):
+            ADAPTERS["openai"](server, **options).complete(HI)
+        assert server.requests == []   # nothing was sent
+
+
+def test_a_lone_surrogate_in_scripted_thinking_is_signed_not_a_500():
+    for name in ("anthropic", "openai-responses"):
+        with StandInServer([{"thinking": "half \ud83d", "text": "ok"}]) as server:
+            reply = ADAPTERS[name](server, stream=True).complete(HI)
+        assert reply.text == "ok" and server.problems == []

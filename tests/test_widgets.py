@@ -114,12 +114,27 @@ def test_a_streaming_model_shows_its_text_as_it_arrives_in_the_stepper():
     assert stepper.arriving.value == "" and stepper.state()["arrived"] == ""
 
 
-def test_a_stepper_leaves_a_models_own_on_text_alone():
+def test_a_stepper_shows_the_text_beside_a_models_own_on_text_and_a_second_stepper_shows_it_too():
     from course_lib.models.openai import OpenAIModel
-    mine = print
-    model = OpenAIModel(base_url="http://127.0.0.1:9/v1", api_key="stand-in", stream=True, on_text=mine)
-    AgentStepper(Agent(default_tools(), model), "goal")
-    assert model.on_text is mine
+    from course_lib.courseware.standin import StandInServer
+    mine = []
+    with StandInServer(["First answer, streamed.", "Second answer, streamed."]) as server:
+        model = OpenAIModel(base_url=server.url + "/v1", api_key="stand-in", stream=True, on_text=mine.append)
+        AgentStepper(Agent(default_tools(), model), "goal").step()        # a first stepper, left behind
+        second = AgentStepper(Agent(default_tools(), model), "goal")      # the cell run again
+        second.step()
+    assert second.state()["arrived"] == "Second answer, streamed." and "streamed" in second.arriving.value
+    assert "".join(mine) == "First answer, streamed.Second answer, streamed." and model.on_text == mine.append
+
+
+def test_a_broken_stream_is_shown_as_a_failed_step_not_as_text_that_arrived():
+    from course_lib.models.openai import OpenAIModel
+    from course_lib.courseware.standin import StandInServer
+    with StandInServer([{"text": "A long answer that never ends", "stream_cut": 3}]) as server:
+        stepper = AgentStepper(Agent(default_tools(), OpenAIModel(base_url=server.url + "/v1", api_key="stand-in",
+                                                                   stream=True, max_retries=0)), "goal")
+        stepper.step()
+    assert stepper.state()["stop_reason"] == "model_error" and "then the step failed" in stepper.arriving.value
 
 
 def test_the_messages_the_last_click_added_are_marked_new(stepper):

@@ -44,8 +44,6 @@ class AgentStepper:
         self.status = w.HTML()
         self.arriving = w.HTML()   # a streaming model's text, as it arrives
         self._arrived = ""
-        if getattr(agent.model, "stream", False) and getattr(agent.model, "on_text", False) is None:
-            agent.model.on_text = self._arrive   # a model that streams and shows its text nowhere else
         self.details = w.HTML()
         self.messages = w.HTML()
         self.box = w.VBox([w.HBox([self.step_button, self.run_button, self.reset_button]), self.status,
@@ -53,21 +51,33 @@ class AgentStepper:
         self.reset()
 
     # -- actions (the buttons call these; tests and notebooks may too) -------------------------------
-    def _arrive(self, piece: str) -> None:
-        self._arrived += piece
-        self.arriving.value = f"<b>arriving</b> {html.escape(self._arrived)}"
+    def _steps(self, until_done: bool) -> None:
+        """One step, or all of them, a streaming model's text shown as it arrives (its own on_text still called)."""
+        self._new_from, self._arrived, model = len(self.agent.history), "", self.agent.model
+        own = getattr(model, "on_text", None)
+
+        def arrive(piece: str) -> None:
+            self._arrived += piece
+            self.arriving.value = f"<b>arriving</b> {html.escape(self._arrived)}"
+            if own is not None:
+                own(piece)
+        if getattr(model, "stream", False):
+            model.on_text = arrive
+        try:
+            while not self.agent.done:
+                self.agent.step()
+                if not until_done:
+                    break
+        finally:
+            if getattr(model, "stream", False):
+                model.on_text = own
+        self.refresh()
 
     def step(self) -> None:
-        self._new_from, self._arrived = len(self.agent.history), ""   # what this click adds is marked "new"
-        if not self.agent.done:
-            self.agent.step()
-        self.refresh()
+        self._steps(until_done=False)   # what this click adds is marked "new"
 
     def run_to_end(self) -> None:
-        self._new_from, self._arrived = len(self.agent.history), ""
-        while not self.agent.done:
-            self.agent.step()
-        self.refresh()
+        self._steps(until_done=True)
 
     def reset(self) -> None:
         restart = getattr(self.agent.model, "restart", None)
@@ -94,7 +104,8 @@ class AgentStepper:
     def refresh(self) -> None:
         s = self.state()
         where = "finished" if s["done"] else "ready"
-        self.arriving.value = f"<b>streamed</b> {html.escape(s['arrived'])}" if s["arrived"] else ""
+        said = "streamed" if not s["problem"] else "streamed, then the step failed"   # a broken stream's part
+        self.arriving.value = f"<b>{said}</b> {html.escape(s['arrived'])}" if s["arrived"] else ""
         self.status.value = (f"<b class='stepper-count'>step {s['step']} / {s['max_steps']}</b> · {where}"
                              + (f" · stop reason: <code>{s['stop_reason']}</code>" if s["stop_reason"] else ""))
         rows = [("thought", f"<i>{html.escape(_short(s['thought'], 300))}</i>")] if s["thought"] else []

@@ -114,7 +114,7 @@ class OpenAIModel(RemoteModel):
         # a subclass written before stage 11 may override request(messages, tools): pass tool_choice only if set
         request = self.request(messages, tools) if tool_choice is None else self.request(messages, tools, tool_choice)
         chat = self.client.chat.completions
-        return reply_from_openai(send(self, self.provider, chat, request, "get_final_completion"))
+        return reply_from_openai(send(self, self.provider, chat, request, "current_completion_snapshot"))
 
 
 # -- the Responses API ---------------------------------------------------------------------------------

@@ -163,6 +163,9 @@ LAST_EVENTS = ("response.completed", "response.incomplete", "response.failed")  
 
 def send(model, provider: str, api, request: dict, final: str | None):
     """``api.create(**request)`` through ``call_api``, as plain data; with ``model.stream``, read as ``read_stream``."""
+    if not isinstance(model.stream, bool) or not (model.on_text is None or callable(model.on_text)):
+        raise TypeError(f"stream is True or False and on_text a function of each piece of text, not "
+                        f"{model.stream!r} and {model.on_text!r}")
     streamed = (lambda: api.stream(**request)) if final else (lambda: api.create(**request, stream=True))
     go = (lambda: read_stream(streamed(), final, model.on_text)) if model.stream else (lambda: api.create(**request))
     reply = call_api(provider, model.model, go, base_url=str(getattr(model.client, "base_url", "")))
@@ -170,9 +173,10 @@ def send(model, provider: str, api, request: dict, final: str | None):
 
 
 def read_stream(opened, final: str | None, on_text=None):
-    """The whole reply of an SDK stream read to its end (``final``: the reader's method that gives it; None: the last
-    event carries it), ``on_text`` shown each piece of text. A stream that broke off (no last event, no stop reason,
-    a dropped connection, an error event) is a TransientError: what came is no reply, and a call cut off never runs."""
+    """The whole reply of an SDK stream read to its end (``final``: the reader's method or property that gives it;
+    None: the last event carries it), ``on_text`` shown each piece of text. A stream that broke off (no last event,
+    no stop reason, a dropped connection, an error event) is a TransientError: what came is no reply, and a call
+    cut off never runs."""
     import httpx2   # the HTTP client under both SDKs
     reply, reading, said = None, False, ""
     try:
@@ -184,7 +188,11 @@ def read_stream(opened, final: str | None, on_text=None):
                     on_text(getattr(event, TEXT_EVENTS[kind]))
                 reply = event.response if kind in LAST_EVENTS else reply
                 said = getattr(event, "message", "") if kind == "error" else said   # the Responses API's error event
-            reply = getattr(stream, final)() if final else reply
+            reply = getattr(stream, final) if final else reply   # a reader's method, or its snapshot (a property)
+            reply = reply() if callable(reply) else reply
+    except UnicodeError:   # the Anthropic SDK's reader cannot take half an emoji in a tool call's arguments
+        raise ModelError("the streamed reply holds half an emoji, which the SDK's stream reader cannot read: send "
+                         "this request without streaming") from None
     except Exception as e:   # mid-stream: the connection dropped, or the server sent an error event (an SDK's APIError)
         if not reading or not (isinstance(e, httpx2.TransportError) or "APIError" in map(_name, type(e).__mro__)):
             raise

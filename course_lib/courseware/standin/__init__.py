@@ -37,7 +37,8 @@ The parts: ``server`` (the script and each request's checks), ``handler`` (the H
 and turns), ``caching`` (the prompt caches), ``schemas`` (strict mode), ``stream``, and one module per wire format:
 ``anthropic``, ``openai``, ``responses``, ``ollama``.
 
-It leaves out any intelligence: the replies are whatever the script says. Error texts we could not find are paraphrased, and a comment says so.
+It leaves out any intelligence: the replies are whatever the script says. Error texts we could not find are
+paraphrased, and a comment says so.
 """
 from .server import StandInServer
 

@@ -205,7 +205,7 @@ def _what_changed(issued: tuple, now: tuple, index: int, before: str) -> str | N
 
 def _signature(body: dict, number: int, kind: str, text: str) -> str:
     """Deterministic, so a notebook that prints one stays reproducible: the block, the request, its prefix."""
-    seed = f"{_digest(_prefix(body))}|{number}|{kind}|{text}".encode()
+    seed = f"{_digest(_prefix(body))}|{number}|{kind}|{text}".encode("utf-8", "surrogatepass")   # half an emoji too
     return base64.b64encode(hashlib.sha256(seed).digest() + hashlib.sha256(seed[::-1]).digest()).decode()
 
 

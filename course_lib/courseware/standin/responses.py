@@ -153,7 +153,7 @@ class Responses:
 
 def _encrypted(body: dict, n: int, text: str) -> str:
     """Deterministic, so a notebook that prints one stays reproducible (the real one is opaque, and longer)."""
-    seed = f"{n}|{text}|{json.dumps(body.get('input'), sort_keys=True, default=str)}".encode()
+    seed = f"{n}|{text}|{json.dumps(body.get('input'), sort_keys=True, default=str)}".encode("utf-8", "surrogatepass")
     return "gAAAAB" + base64.urlsafe_b64encode(hashlib.sha256(seed).digest()).decode()
 
 

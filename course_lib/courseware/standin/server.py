@@ -93,8 +93,9 @@ class StandInServer:
                               kind=turn.get("type"), code=turn.get("code"), param=turn.get("param"),
                               retry_after=turn.get("retry_after"))
             sent = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}   # streamed or not: alike
+            said = {k: v for k, v in turn.items() if not k.startswith("stream_")}   # how it streams is not output
             usage = turn.get("usage") or {"input_tokens": len(json.dumps(sent, ensure_ascii=False)) // 4,
-                                          "output_tokens": max(1, len(json.dumps(turn, ensure_ascii=False)) // 4)}
+                                          "output_tokens": max(1, len(json.dumps(said, ensure_ascii=False)) // 4)}
             if api == "anthropic" and "usage" not in turn:   # marked prefixes: read from or written to the cache
                 usage = {**usage, **(self._cache.split(body, usage["input_tokens"]) or {})}
             if api in ("openai", "responses") and "usage" not in turn:   # automatic: a repeated prefix is read
