@@ -14,8 +14,13 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
+from course_lib import default_tools
+from course_lib.agent import Agent
 from course_lib.courseware.standin import StandInServer
 from course_lib.courseware.standin.stream import PIECE
+from course_lib.models import AnthropicModel, OpenAIModel
+from course_lib.models.openai import OpenAIResponsesModel
+from course_lib.models.remote import TransientError
 
 SCHEMA = {"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]}
 TURN = {"thinking": "먼저 단가를 봅니다 (the unit price first).", "text": "Let me check 😀 단가.",
@@ -269,11 +274,6 @@ def test_a_scripted_error_is_sent_as_an_error_not_a_stream():
 
 
 # ---- the adapters, streaming or not: the same run -------------------------------------------------------------
-from course_lib import default_tools   # noqa: E402
-from course_lib.agent import Agent   # noqa: E402
-from course_lib.models import AnthropicModel, OpenAIModel   # noqa: E402
-from course_lib.models.openai import OpenAIResponsesModel   # noqa: E402
-from course_lib.models.remote import TransientError   # noqa: E402
 
 GOAL = "단가가 얼마예요? (What is the unit price?)"
 SCENARIO = [{"text": "I will look it up.", "tool_calls": [{"name": "lookup", "args": {"topic": "unit price"}}]},

@@ -194,7 +194,8 @@ def read_stream(opened, final: str | None, on_text=None):
         raise ModelError("the streamed reply holds half an emoji, which the SDK's stream reader cannot read: send "
                          "this request without streaming") from None
     except Exception as e:   # mid-stream: the connection dropped, or the server sent an error event (an SDK's APIError)
-        if not reading or not (isinstance(e, httpx2.TransportError) or "APIError" in map(_name, type(e).__mro__)):
+        sdk = any(kind.__name__ == "APIError" for kind in type(e).__mro__)   # what both SDKs' errors derive from
+        if not reading or not (isinstance(e, httpx2.TransportError) or sdk):
             raise
         reply, said = None, _error_fields(e)[0] if getattr(e, "body", None) is not None else ""   # its words
     stops = [getattr(reply, "stop_reason", ""), *(c.finish_reason for c in getattr(reply, "choices", None) or [])]
@@ -202,7 +203,3 @@ def read_stream(opened, final: str | None, on_text=None):
         raise TransientError(f"the reply's stream broke off before it ended, so none of it is used: try again."
                              + _quote(said, None))
     return reply
-
-
-def _name(kind: type) -> str:
-    return kind.__name__

@@ -150,9 +150,9 @@ def standin_chunks(turn) -> list:
     return [line if line == "[DONE]" else json.loads(line) for line in lines]
 
 
-def assembled(chunks, *keys):
+def assembled(chunks, *keys):   # chunks: a list, or a function that makes it when the case runs
     def call(f):
-        got = f(copy.deepcopy(chunks))
+        got = f(copy.deepcopy(chunks() if callable(chunks) else chunks))
         return [got.get(k) for k in keys] if isinstance(got, dict) else got   # anything else: shown as it came
     return call
 
@@ -309,7 +309,7 @@ EXERCISES = {
         Case("another choice is not ours", assembled([S_ROLE, chunk({"content": "A"}), chunk({"content": "B"}, index=1),
                                                       chunk({}, "stop")], "text"), expected=["A"],
              hint="only the choice with index 0 is the reply (n=1): skip the others"),
-        Case("the stand-in's stream", assembled(standin_chunks({"text": "배송비는 무료입니다 (shipping is free).",
+        Case("the stand-in's stream", assembled(lambda: standin_chunks({"text": "배송비는 무료입니다 (shipping is free).",
                                                                 "tool_calls": [{"name": "lookup", "args": {
                                                                     "topic": "배송 (shipping)"}}]}),
                                                "text", "tool_calls", "finish_reason"),

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import json
 
-import jsonschema
-
 from .common import _cut, _Rejected
 
 ANTHROPIC_KEYWORDS = {"type", "enum", "const", "anyOf", "allOf", "$ref", "$defs", "definitions", "description",
@@ -157,6 +155,7 @@ def _rejected(api: str, what: str, where: str, found: tuple, code: str) -> _Reje
 
 def fits(value, schema: dict) -> str | None:
     """Why ``value`` does not fit ``schema`` (JSON Schema 2020-12), in a sentence, or None."""
+    import jsonschema   # here, not at the top: it takes longer to import than the rest of the stand-in
     error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(value))
     if error is None:
         return None
