@@ -1,12 +1,15 @@
-"""Stage 13 — an MCP client: start any MCP server and use its tools in the unchanged ``Agent``.
+"""Stage 13 — an MCP client: reach any MCP server and use its tools in the unchanged ``Agent``.
 
-Adds: ``connect_mcp(command)``: a server started without your API keys, its tools (by the official SDK) as
-functions in an ``MCPTools``; every request times out, and a failure is a ``ToolError`` saying why.
+Adds: ``connect_mcp(server)``: a command, started without your API keys (stdio), or a URL (streamable HTTP); the
+stateless 2026-07-28 revision first, the ``initialize`` handshake for older servers. Its tools (by the official SDK)
+become functions in an ``MCPTools``: structured results as the JSON the model reads, checked against the tool's
+schema; annotations as ``rules`` for stage 09. Every request times out; a failure is a ``ToolError`` saying why.
 
-Leaves out: the session-less 2026-07-28 protocol, the HTTP transport, and deciding which servers to trust.
+Leaves out: sampling, elicitation, subscriptions, authorization (OAuth), and deciding which servers to trust.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import sys
@@ -14,78 +17,88 @@ import tempfile
 from collections.abc import Mapping
 from contextlib import asynccontextmanager, contextmanager
 
-from .mcp_bridge import as_function, one_line
+from .mcp_bridge import as_function, from_mcp_result, one_line
 from .tools import ToolError
 
 DEFAULT_TIMEOUT = 30.0   # seconds a server may take to start, or to answer one call
-
-
-class MCPTools(dict):
-    """Name → function; ``server``: its name and version; ``left_out``: tools that cannot be Python functions."""
+MAX_PAGES = 100          # pages of one list (tools, resources, prompts): a server that always has more is stopped
 
 
 @contextmanager
-def connect_mcp(command: list[str], *, timeout: float = DEFAULT_TIMEOUT, cwd: str | None = None,
-                env: Mapping[str, str] | None = None):
-    """Start the MCP server ``command`` (e.g. ``[sys.executable, "-m", "mcp_server_time"]``) and yield its tools
-    until the block ends. Only ``env`` and basic variables (PATH, HOME, ...) reach it; not starting: ConnectionError."""
-    params = _params(command, cwd, env)
+def connect_mcp(server: list[str] | str, *, timeout: float = DEFAULT_TIMEOUT, cwd: str | None = None,
+                env: Mapping[str, str] | None = None, era: str = "auto"):
+    """Start the server command ``server`` (``[sys.executable, "-m", "mcp_server_time"]``), or reach the URL ``server``
+    (``"http://127.0.0.1:8000/mcp"``); yield its tools until the block ends. Only ``env`` and basic variables (PATH,
+    HOME, ...) reach a started server. ``era``: "auto" (discover, else the handshake), "legacy" or "2026-07-28"."""
+    target = _target(server, cwd, env, era)
     from anyio.from_thread import start_blocking_portal
     with tempfile.TemporaryDirectory() as folder, open(os.path.join(folder, "stderr"), "a+b") as errlog, \
             start_blocking_portal() as portal:   # "a": its writes land at the end, wherever we are reading
-        server = _Server(command, timeout, errlog, portal)
-        opened = portal.wrap_async_context_manager(_open(params, server))
+        reached = _Server(server, timeout, errlog, portal)
+        opened = portal.wrap_async_context_manager(_open(target, reached, era))
         try:
-            server.session, listed, name = opened.__enter__()
+            reached.client, listed = opened.__enter__()
         except Exception as e:
-            raise ConnectionError(f"could not start the MCP server `{server.shown}`: {server.why(e)}") from None
+            raise ConnectionError(f"could not {'reach' if isinstance(server, str) else 'start'} the MCP server "
+                                  f"`{reached.shown}`: {reached.why(e)}") from None
         try:
-            yield server.tools(listed, name)
+            yield reached.tools(listed)
         finally:
             opened.__exit__(None, None, None)
 
 
-def _params(command, cwd, env):
-    """How the SDK starts the server; a command that is not a list of words is a ValueError."""
-    if not (isinstance(command, (list, tuple)) and command and all(isinstance(c, str) and c for c in command)):
-        raise ValueError(
-            f"command must be a non-empty list of strings, e.g. ['python', '-m', 'server'], not {command!r}")
-    from mcp import StdioServerParameters
+def _target(server, cwd, env, era):
+    if era not in ("auto", "legacy", "2026-07-28"):
+        raise ValueError(f"era must be 'auto', 'legacy' or '2026-07-28', not {era!r}")
     if not logging.getLogger("mcp").handlers:   # with no handler, Python would print the SDK's logs (tracebacks)
         logging.getLogger("mcp").addHandler(logging.NullHandler())
-    return StdioServerParameters(command=command[0], args=list(command[1:]), cwd=cwd, env=dict(env or {}))
+    if isinstance(server, str) and server.startswith(("http://", "https://")):
+        if cwd is not None or env is not None:
+            raise ValueError("cwd and env are for a server connect_mcp starts, not for one at a URL")
+        return server
+    if not (isinstance(server, (list, tuple)) and server and all(isinstance(c, str) and c for c in server)):
+        raise ValueError(f"server must be a URL (http://...) or a command, a non-empty list of strings such as "
+                         f"['python', '-m', 'server'], not {server!r}")
+    from mcp import StdioServerParameters
+    return StdioServerParameters(command=server[0], args=list(server[1:]), cwd=cwd, env=dict(env or {}))
 
 
 class _Server:
-    """One started server, as ``connect_mcp`` talks to it: what it printed on stdout that was not JSON-RPC
-    (``garbled``), whether it sent our own request back (``echo``), its stderr (``errlog``), and each call."""
+    """One server as ``connect_mcp`` talks to it: stray stdout (``garbled``), an echo, its stderr, each request."""
 
-    def __init__(self, command, timeout: float, errlog, portal):
-        self.timeout, self.errlog, self.portal, self.session = timeout, errlog, portal, None
-        self.garbled, self.echo = [], False
-        shown = " ".join(["python" if command[0] == sys.executable else command[0], *command[1:]])   # as given
+    def __init__(self, server, timeout: float, errlog, portal):
+        self.timeout, self.errlog, self.portal, self.client, self.garbled = timeout, errlog, portal, None, []
+        self.echo = False   # it sent our own request back
+        shown = server if isinstance(server, str) else " ".join(
+            ["python" if server[0] == sys.executable else server[0], *server[1:]])   # as given
         self.shown = shown.replace(os.path.expanduser("~"), "~") if len(os.path.expanduser("~")) > 1 else shown
 
-    def tools(self, listed: list[dict], name: str) -> MCPTools:
-        tools = MCPTools()
-        tools.server, tools.left_out = name, {}   # left_out: name → why
+    def tools(self, listed: list[dict]) -> MCPTools:
+        tools = MCPTools(self)
         for tool in listed:
             try:
-                tools[tool["name"]] = as_function(tool, self.call)
+                tools[tool["name"]] = as_function(tool, functools.partial(self.request, "call_tool"))
             except ValueError as e:
                 tools.left_out[tool["name"]] = str(e)
+        tools.rules = {n: "always" if f.annotations.get("readOnlyHint") is True else "ask" for n, f in tools.items()}
         return tools
 
-    def call(self, name: str, args: dict) -> dict:
+    def request(self, method: str, *args):
+        """The SDK client's ``method(*args)`` (or ``pages``), as JSON data; every failure a ToolError that says why."""
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
         from pydantic import ValidationError
         since = 0 if self.errlog.closed else self.errlog.seek(0, os.SEEK_END)   # only what it says from now on
         try:
-            reply = self.portal.call(self.session.call_tool, name, args)
-            return reply.model_dump(by_alias=True, mode="json", exclude_none=True)
+            if method == "pages":   # a whole list, as JSON data already
+                return self.portal.call(_pages, self, *args)
+            return self.portal.call(getattr(self.client, method), *args).model_dump(by_alias=True, mode="json",
+                                                                                   exclude_none=True)
         except Exception as e:
             if getattr(e, "code", None) not in (None, CONNECTION_CLOSED, REQUEST_TIMEOUT):   # the server's own
                 raise ToolError(f"the server refused the call: {e.message} (JSON-RPC error {e.code})") from None
+            if isinstance(e, RuntimeError) and "structured content" in str(e):   # the SDK read it against its schema
+                raise ToolError(f"the MCP server `{self.shown}` gave a result that does not fit the tool's own "
+                                f"output schema ({e})") from None
             said = "gave an answer that does not fit" if isinstance(e, ValidationError) else "did not answer"
             raise ToolError(f"the MCP server `{self.shown}` {said}: {self.why(e, since)}") from None
 
@@ -105,7 +118,7 @@ class _Server:
         elif "portal is not running" in text:
             text = "the connection is closed (call its tools inside the `with connect_mcp(...)` block)"
         elif self.echo:
-            text = ("it is not an MCP server: it sent our `initialize` request back, as a program that echoes "
+            text = ("it is not an MCP server: it sent our own request back, as a program that echoes "
                     "what it reads (such as `cat`) does")
         elif isinstance(e, ValidationError):   # the spec's shape, checked by the SDK's pydantic models
             where = ".".join(map(str, e.errors()[0]["loc"]))
@@ -128,33 +141,86 @@ class _Server:
         if isinstance(message, Exception):
             self.garbled.append(message)
 
-    async def relay(self, read, to_session) -> None:   # the server's messages on their way: our `initialize` is an echo
+    async def relay(self, read, to_session) -> None:   # the server's messages on their way: our own request is an echo
         async with to_session:
             async for item in read:
-                self.echo |= getattr(getattr(item, "message", None), "method", None) == "initialize"
+                self.echo |= getattr(getattr(item, "message", None), "method", "") in ("server/discover", "initialize")
                 await to_session.send(item)
-
-    async def list_tools(self, session) -> list[dict]:   # tools/list is paginated; the read timeout bounds a loop
-        from mcp.types import PaginatedRequestParams
-        page = await session.list_tools()
-        tools = list(page.tools)
-        while page.next_cursor is not None:
-            page = await session.list_tools(params=PaginatedRequestParams(cursor=page.next_cursor))
-            tools += page.tools
-        return [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in tools]
 
 
 @asynccontextmanager
-async def _open(params, server: _Server):
-    """The SDK's stdio client and session, initialised, with every tool listed; every request times out."""
+async def _open(target, server: _Server, era: str):
+    from mcp import Client
+    async with Client(_transport(target, server), mode=era, read_timeout_seconds=server.timeout,
+                      message_handler=server.note, cache=None) as client:
+        server.client = client
+        yield client, await _pages(server, "list_tools", "tools")
+
+
+@asynccontextmanager
+async def _transport(target, server: _Server):
+    """(read, write): a URL's streamable HTTP, or a started command's stdio through ``server.relay``."""
     import anyio
-    from mcp import ClientSession, stdio_client
-    async with stdio_client(params, errlog=server.errlog) as (read, write), anyio.create_task_group() as tasks:
+    from mcp import stdio_client
+    from mcp.client.streamable_http import streamable_http_client
+    if isinstance(target, str):
+        async with streamable_http_client(target) as (read, write):
+            yield read, write
+        return
+    async with stdio_client(target, errlog=server.errlog) as (read, write), anyio.create_task_group() as tasks:
         to_session, received = anyio.create_memory_object_stream(0)
         tasks.start_soon(server.relay, read, to_session)
-        async with ClientSession(received, write, read_timeout_seconds=server.timeout,
-                                 message_handler=server.note) as session:
-            hello = await session.initialize()
-            name = f"{hello.server_info.name} {hello.server_info.version}".strip()
-            yield session, await server.list_tools(session), name
+        yield received, write
         tasks.cancel_scope.cancel()
+
+
+# -- lists and beyond tools: every page of a list (bounded), and a server's resources and prompts (MCP's other two)
+async def _pages(server: _Server, method: str, field: str) -> list[dict]:
+    """Every page of a paginated list (``list_tools``, ...), at most MAX_PAGES; none if the server has no such list."""
+    from mcp.shared.exceptions import MCPError
+    from mcp.types import METHOD_NOT_FOUND
+    try:
+        page = await getattr(server.client, method)()
+    except MCPError as e:
+        if e.code == METHOD_NOT_FOUND:   # e.g. resources/list from a server of tools only
+            return []
+        raise
+    found = list(getattr(page, field))
+    for _ in range(MAX_PAGES - 1):
+        if page.next_cursor is None:
+            return [item.model_dump(by_alias=True, mode="json", exclude_none=True) for item in found]
+        page = await getattr(server.client, method)(cursor=page.next_cursor)
+        found += getattr(page, field)
+    raise ConnectionError(f"it sent {MAX_PAGES} pages of {field} and still had more (a nextCursor on every "
+                          "page), so connect_mcp stopped there")
+
+
+class MCPTools(dict):
+    """Name → function, from one server. ``server``: its name and version; ``protocol``: the revision spoken;
+    ``left_out``: tools that cannot be Python functions, and why; ``rules``: stage 09's rule for each tool from
+    its annotations ("always" if read-only, else "ask"), which are hints, as trustworthy as the server."""
+
+    def __init__(self, reached: _Server):
+        super().__init__()
+        info = reached.client.server_info   # a 2026 server need not name itself
+        self.server = f"{info.name} {info.version}".strip() if info else "(a server with no name)"
+        self.protocol, self.left_out, self.rules = reached.client.protocol_version, {}, {}
+        self._reached = reached
+
+    def resources(self) -> list[dict]:
+        """The resources the server lists: each a dict with its ``uri``, ``name`` and, often, ``mimeType``."""
+        return self._reached.request("pages", "list_resources", "resources")
+
+    def read(self, uri: str) -> str:
+        """A resource's contents as text: each text part, and a binary one named."""
+        parts = self._reached.request("read_resource", uri)["contents"]
+        return "\n".join(p["text"] if "text" in p else f"[{p.get('mimeType') or 'blob'}: {p['uri']}]" for p in parts)
+
+    def prompts(self) -> list[dict]:
+        """The prompts the server lists: each a dict with its ``name``, ``description`` and ``arguments``."""
+        return self._reached.request("pages", "list_prompts", "prompts")
+
+    def prompt(self, name: str, **arguments: str) -> list[dict]:
+        """A prompt's messages, as stage 06's history holds them: ``{"role": ..., "content": <text>}``."""
+        got = self._reached.request("get_prompt", name, arguments)["messages"]
+        return [{"role": m["role"], "content": from_mcp_result({"content": [m["content"]]})[0]} for m in got]

@@ -21,6 +21,7 @@ from course_lib import default_tools
 from course_lib.agent import Agent
 from course_lib.describe import tool_description, tool_spec
 from course_lib.dispatch import dispatch
+from course_lib.courseware.mcp_serve import READ_ONLY, course_tools
 from course_lib.mcp_bridge import as_function, from_mcp_result, schema_problems, tool_to_mcp
 from course_lib.mcp_client import connect_mcp
 from course_lib.models import ScriptedModel
@@ -57,7 +58,7 @@ def test_the_course_command_is_installed():
 def test_the_official_client_lists_the_course_tools_with_stage_03_descriptions_and_schemas(tmp_path):
     hello, listed = official_client(lambda s: s.list_tools(), cwd=tmp_path)
     assert hello.server_info.name == "course-lib" and hello.capabilities.tools is not None
-    tools = default_tools()
+    tools = course_tools()   # the default tools and file_stats
     assert [t.name for t in listed.tools] == list(tools)
     for tool in listed.tools:
         spec = tool_spec(tool.name, tools[tool.name])
@@ -120,12 +121,12 @@ def test_by_hand_a_session_is_json_lines_and_each_kind_of_error_has_its_code(tmp
         assert hello["result"]["protocolVersion"] == "2025-11-25" and hello["result"]["serverInfo"]["name"] == "course-lib"
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})   # a notification: no answer
         listed = rpc(2, "tools/list")
-        assert listed["id"] == 2 and [t["name"] for t in listed["result"]["tools"]] == list(default_tools())
+        assert listed["id"] == 2 and [t["name"] for t in listed["result"]["tools"]] == list(course_tools())
         assert rpc(3, "tools/call", {"name": "calculator", "arguments": {"expression": "24*7"}})["result"] == \
             {"content": [{"type": "text", "text": "168"}], "isError": False}
         assert rpc(4, "tools/call", {"name": "calculator", "arguments": {"expression": "1/0"}})["result"]["isError"]
         assert rpc(5, "tools/call", {"name": "calculater", "arguments": {}})["error"]["code"] == -32602
-        assert rpc(6, "resources/list")["error"]["code"] == -32601   # a method this server does not have
+        assert rpc(6, "weather/today")["error"]["code"] == -32601   # a method this server does not have
         assert rpc(7, "ping") == {"jsonrpc": "2.0", "id": 7, "result": {}}
     finally:
         server.stdin.close()
@@ -210,8 +211,8 @@ def test_the_unchanged_agent_answers_a_time_zone_question_through_mcp_and_recove
 
 def test_the_course_s_own_tools_make_the_round_trip_registry_to_mcp_to_agent(tmp_path):
     with connect_mcp([str(COURSE), "mcp", "serve"], cwd=tmp_path) as tools:
-        assert list(tools) == list(default_tools()) and tools.server == "course-lib 0.1.0"
-        assert tool_description(tools) == tool_description(default_tools())   # stage 03 sees the same tools
+        assert list(tools) == list(course_tools()) and tools.server == "course-lib 0.1.0"
+        assert tool_description(tools) == tool_description(course_tools())   # stage 03 sees the same tools
         model = ScriptedModel(['{"tool": "lookup", "args": {"topic": "단가"}}',
                                '{"tool": "calculator", "args": {"expression": "24*7"}}',
                                '{"tool": "calculator", "args": {"expression": "24/0"}}',
@@ -300,6 +301,10 @@ for line in sys.stdin:
                   "serverInfo": {"name": "hanging", "version": "1"}}
     elif method == "tools/list":
         result = {"tools": TOOLS}
+    elif method != "tools/call":   # server/discover too: a handshake-era server does not know it
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": method}}),
+              flush=True)
+        continue
     elif params.get("name") == "hang":
         continue   # as a tool that never returns
     elif params.get("name") == "noisy":
@@ -406,10 +411,13 @@ def test_a_block_without_text_uri_or_mime_type_is_named_not_shown_and_tool_names
     assert str(refused.value) == "'two words' is not a good MCP tool name: use 1 to 128 letters, digits, _, - or ."
 
 
-def test_a_json_type_python_has_no_name_for_is_any():
-    func = as_function({"name": "t", "inputSchema": {"type": "object", "properties": {"x": {"type": "decimal"}}}},
-                       lambda n, a: {})
+def test_a_schema_python_has_no_annotation_for_is_any_and_one_that_is_not_json_schema_is_refused():
+    func = as_function({"name": "t", "inputSchema": {"type": "object", "properties": {"x": {"anyOf": [
+        {"type": "string"}, {"type": "integer"}]}}}}, lambda n, a: {})
     assert typing.get_type_hints(func)["x"] is typing.Any
+    with pytest.raises(ValueError, match=r"^its input schema is not a JSON Schema that can be checked: 'decimal' "):
+        as_function({"name": "t", "inputSchema": {"type": "object", "properties": {"x": {"type": "decimal"}}}},
+                    lambda n, a: {})
 
 
 def test_a_tool_listed_without_a_schema_takes_no_arguments_and_every_problem_is_named():
@@ -428,7 +436,8 @@ def test_schema_problems_at_the_edges_lists_every_problem_and_writes_korean_as_k
     assert schema_problems(SCHEMA, {"city": "Busan", "nights": 1}) == [] == schema_problems(SCHEMA, {
         "city": "Busan", "nights": 30})   # minimum and maximum are inclusive
     assert schema_problems({"type": "number"}, True) == ["arguments must be number, not boolean"]
-    assert schema_problems({"type": "decimal"}, 1) == ["arguments must be decimal, not integer"]
+    with pytest.raises(ValueError, match="^it is not a JSON Schema that can be checked"):
+        schema_problems({"type": "decimal"}, 1)   # no JSON type: the schema is at fault, not the value
     assert schema_problems({"enum": ["서울", "부산"]}, "x") == ['arguments must be one of "서울", "부산"']
     other = {"type": "object", "required": ["a"], "additionalProperties": {"type": "integer"}}
     assert schema_problems(other, {"b": "x", "c": "y"}) == [
@@ -812,7 +821,7 @@ def test_a_program_that_echoes_what_it_reads_is_not_an_mcp_server_and_connect_mc
     with pytest.raises(ConnectionError) as caught:
         with connect_mcp(ECHO, timeout=10):
             pass
-    assert str(caught.value).endswith(": it is not an MCP server: it sent our `initialize` request back, as a "
+    assert str(caught.value).endswith(": it is not an MCP server: it sent our own request back, as a "
                                       "program that echoes what it reads (such as `cat`) does")
     assert "Method not found" not in str(caught.value)
 
@@ -1061,11 +1070,22 @@ def test_text_printed_without_a_newline_swallows_the_next_message_and_the_hang_g
     script.write_text(STRAY.replace('print("Server starting...", flush=True)',
                                     'print("Starting", end="", flush=True)'), encoding="utf-8")
     with pytest.raises(ConnectionError) as caught:
-        with connect_mcp([sys.executable, str(script)], timeout=3):
+        with connect_mcp([sys.executable, str(script)], timeout=3, era="legacy"):
             pass
     said = str(caught.value)
     assert ": no answer within 3 seconds (the request was cancelled); it also printed 'Starting{" in said, said
     assert "on stdout, which is not a JSON-RPC message" in said
+
+
+def test_a_lost_server_discover_answer_falls_back_to_the_handshake_as_the_sdk_does(tmp_path):
+    """The glued line costs the answer to server/discover. The SDK's probe (mcp/client/_probe.py) reads the timeout
+    as "not a 2026 server" and sends initialize; the server, already in the 2026 era, answers -32022 naming its
+    versions, and the client asks server/discover again: connected, in the 2026 era, after the timeout."""
+    script = tmp_path / "glued_server.py"
+    script.write_text(STRAY.replace('print("Server starting...", flush=True)',
+                                    'print("Starting", end="", flush=True)'), encoding="utf-8")
+    with connect_mcp([sys.executable, str(script)], timeout=3) as tools:
+        assert tools.protocol == "2026-07-28" and tools["echo"](text="hi") == "hi"
 
 
 def test_course_mcp_serve_reads_null_arguments_as_missing_which_exercise_13_2_refuses(tmp_path):
@@ -1166,10 +1186,10 @@ def test_serve_answers_the_handshake_calls_and_lines_the_sdk_would_drop_in_this_
     assert by_id[4]["result"] == {"content": [{"type": "text", "text": dispatch(default_tools(), "calculator", {}
                                                                                  ).content}], "isError": True}
     assert by_id[5]["error"] == {"code": -32602, "message": "Unknown tool: calculater. Available tools: "
-                                 + ", ".join(default_tools()) + "."}
+                                 + ", ".join(course_tools()) + "."}
     assert by_id[6] == {"jsonrpc": "2.0", "id": 6, "result": {}}
     assert by_id["요청"]["error"]["code"] == -32600 and '"id": "요청"' in written   # UTF-8, not \\uc694
-    assert by_id[7]["result"]["tools"] == [tool_to_mcp(name, func) for name, func in default_tools().items()]
+    assert by_id[7]["result"]["tools"] == [tool_to_mcp(name, func, READ_ONLY) for name, func in course_tools().items()]
     assert len(answers) == 10   # seven requests, a request refused, and two lines that are not JSON
 
 
@@ -1255,14 +1275,14 @@ def test_the_sdk_gets_the_command_folder_and_only_the_given_environment(monkeypa
     import logging
     monkeypatch.setattr(logging.getLogger("mcp"), "handlers", [])
     root = list(logging.getLogger().handlers)
-    params = mcp_client._params(["srv", "--flag"], "/some/folder", {"A": "1"})
+    params = mcp_client._target(["srv", "--flag"], "/some/folder", {"A": "1"}, "auto")
     assert (params.command, params.args, params.cwd, params.env) == ("srv", ["--flag"], "/some/folder", {"A": "1"})
-    assert mcp_client._params(["srv"], None, None).env == {}
+    assert mcp_client._target(["srv"], None, None, "auto").env == {}
     handlers = logging.getLogger("mcp").handlers   # the SDK's logs go nowhere unless the program says where
     assert len(handlers) == 1 and isinstance(handlers[0], logging.NullHandler) and logging.getLogger().handlers == root
     own = logging.StreamHandler()
     monkeypatch.setattr(logging.getLogger("mcp"), "handlers", [own])
-    mcp_client._params(["srv"], None, None)
+    mcp_client._target(["srv"], None, None, "auto")
     assert logging.getLogger("mcp").handlers == [own]   # a program that configured logging keeps its own
 
 
@@ -1331,8 +1351,8 @@ def test_a_call_s_result_is_json_data_without_empty_fields_and_its_failures_are_
     link = ResourceLink(type="resource_link", name="r", uri="file:///tmp/r.txt")
     server = a_server(b"started\n", portal=FakePortal())
     result = CallToolResult(content=[link], structuredContent={"pair": (1, 2)})   # a tuple: not JSON until dumped
-    server.session = type("Session", (), {"call_tool": staticmethod(lambda name, args: result)})
-    assert server.call("t", {}) == {"content": [{"type": "resource_link", "name": "r", "uri": "file:///tmp/r.txt"}],
+    server.client = type("Client", (), {"call_tool": staticmethod(lambda name, args: result)})
+    assert server.request("call_tool", "t", {}) == {"content": [{"type": "resource_link", "name": "r", "uri": "file:///tmp/r.txt"}],
                                     "structuredContent": {"pair": [1, 2]}, "isError": False,
                                     "resultType": "complete"}   # JSON data, as the SDK's own JSON has it
 
@@ -1344,12 +1364,12 @@ def test_a_call_s_result_is_json_data_without_empty_fields_and_its_failures_are_
         server.errlog.flush()
         raise MCPError(CONNECTION_CLOSED, "Connection closed")
 
-    server.session.call_tool = staticmethod(refuse)
+    server.client.call_tool = staticmethod(refuse)
     with pytest.raises(ToolError, match=r"^the server refused the call: no such tool \(JSON-RPC error -32602\)$"):
-        server.call("t", {})
-    server.session.call_tool = staticmethod(die)
+        server.request("call_tool", "t", {})
+    server.client.call_tool = staticmethod(die)
     with pytest.raises(ToolError) as died:
-        server.call("t", {})
+        server.request("call_tool", "t", {})
     assert str(died.value) == (f"the MCP server `python -m srv` did not answer: it stopped (the connection closed). "
                                "Its last words on stderr: dying now")   # not "started": only what came after the call
 
@@ -1360,10 +1380,12 @@ def test_every_page_of_tools_is_listed_as_json_data_without_empty_fields(a_serve
                                    nextCursor="2"),
              "2": ListToolsResult(tools=[Tool(name="b", description="B.", inputSchema={"type": "object"})])}
 
-    class Session:
-        async def list_tools(self, params=None):
-            return pages[params.cursor if params else None]
+    class Client:
+        async def list_tools(self, cursor=None):
+            return pages[cursor]
 
-    listed = anyio.run(a_server().list_tools, Session())
+    server = a_server()
+    server.client = Client()
+    listed = anyio.run(mcp_client._pages, server, "list_tools", "tools")
     assert listed == [{"name": "a", "inputSchema": {"type": "object", "x-pair": [1, 2]}},
                       {"name": "b", "description": "B.", "inputSchema": {"type": "object"}}]

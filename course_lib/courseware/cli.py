@@ -329,26 +329,6 @@ def cmd_make_exercises(args) -> int:
     return 1 if (args.check and stale) else 0
 
 
-def cmd_mcp_serve(args) -> int:
-    from .mcp_serve import serve   # stage 13's server over stdio; stdout carries only MCP messages
-    folder = Path(os.path.expanduser(args.workspace or ".")).resolve()
-    if folder.parent == folder or folder == Path(os.path.expanduser("~")).resolve():   # the root or the home folder
-        print(f"course mcp serve: will not serve {folder}: read_file and list_files would reach every file in it. "
-              "Start it in a project folder, or pass --workspace FOLDER.", file=sys.stderr)
-        return 2
-    if not folder.is_dir():
-        print(f"course mcp serve: --workspace {args.workspace}: not a folder", file=sys.stderr)
-        return 2
-    os.chdir(folder)   # the tools' workspace is the current folder (stage 01)
-    print(f"course mcp serve: the workspace is {folder} (read_file and list_files reach only the files in it)",
-          file=sys.stderr, flush=True)
-    if sys.stdin.isatty():
-        print("course mcp serve: an MCP server on stdin/stdout; start it from an MCP client (Ctrl-C stops it)",
-              file=sys.stderr)
-    serve(default_tools())
-    return 0
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description="Build an LLM Agent from Scratch: course tools.")
     sub = parser.add_subparsers(dest="command", required=True,
@@ -406,16 +386,8 @@ def build_parser() -> argparse.ArgumentParser:
     make = sub.add_parser("make-exercises", help="generate exercises/ from solutions/")
     make.add_argument("--check", action="store_true", help="write nothing; fail if exercises/ is out of date")
     make.set_defaults(func=cmd_make_exercises)
-    mcp = sub.add_parser("mcp", help="stage 13: the course's tools as an MCP server")   # stage 13 (issue 15)
-    serve = mcp.add_subparsers(dest="mcp_command", required=True, metavar="{serve}").add_parser(
-        "serve", help="serve the course's tools over MCP on stdin/stdout, for an MCP client to start",
-        description="Serves the course's default tools (calculator, read_file, list_files, lookup, search_docs) over "
-                    "MCP on stdin and stdout, for an MCP client to start; it writes only to stderr itself. read_file "
-                    "and list_files reach only the workspace: the current folder, or --workspace. It will not serve "
-                    "/ or your home folder. When stdin closes, it finishes the calls it is working on, then exits.")
-    serve.add_argument("--workspace", metavar="FOLDER", help="the folder read_file and list_files may read "
-                                                             "(default: the current folder)")
-    serve.set_defaults(func=cmd_mcp_serve)
+    from .mcp_serve import add_parser   # stage 13 (issues 15, 26)
+    add_parser(sub)
     return parser
 
 
