@@ -151,12 +151,16 @@ def schema_problems(schema: Mapping, value, where: str = "arguments") -> list[st
     try:
         Draft202012Validator.check_schema(schema)
         found = sorted(Draft202012Validator(schema, registry=Registry()).iter_errors(value),   # parents first
-                       key=lambda e: [(type(k) is str, k) for k in e.absolute_path])
+                       key=lambda e: [(type(k) is str, k) for k in e.path])
     except (SchemaError, Unresolvable) as e:
         raise ValueError(f"it is not a JSON Schema that can be checked: {getattr(e, 'message', e)}") from None
-    first = {tuple(e.absolute_path) for e in found if e.validator in ("type", "enum", "const")}
-    problems = [_sentence(e, where + "".join(f"[{k}]" if type(k) is int else f".{k}" for k in e.absolute_path))
-                for e in found if tuple(e.absolute_path) not in first or e.validator in ("type", "enum", "const")]
+    stops = {}   # a value of the wrong type, or outside its enum: that one sentence, and nothing more at or below it
+    for e in found:
+        if e.validator in ("type", "enum", "const") and getattr(stops.get(tuple(e.path)), "validator", "") != "type":
+            stops[tuple(e.path)] = e
+    kept = [e for e in found if stops.get(tuple(e.path), e) is e and not any(
+        tuple(e.path)[:k] in stops for k in range(len(e.path)))]
+    problems = [_sentence(e, where + "".join(f"[{k}]" if type(k) is int else f".{k}" for k in e.path)) for e in kept]
     return list(dict.fromkeys(p for group in problems for p in group))   # each once, in the validator's order
 
 

@@ -98,7 +98,7 @@ class _Server:
                 raise ToolError(f"the server refused the call: {e.message} (JSON-RPC error {e.code})") from None
             if isinstance(e, RuntimeError) and "structured content" in str(e):   # the SDK read it against its schema
                 raise ToolError(f"the MCP server `{self.shown}` gave a result that does not fit the tool's own "
-                                f"output schema ({e})") from None
+                                f"output schema ({str(e).splitlines()[0]})") from None   # its first line: no dump
             said = "gave an answer that does not fit" if isinstance(e, ValidationError) else "did not answer"
             raise ToolError(f"the MCP server `{self.shown}` {said}: {self.why(e, since)}") from None
 

@@ -941,12 +941,12 @@ def test_schema_problems_follows_json_schema_on_equal_numbers_other_keys_and_boo
     assert schema_problems({"type": "integer"}, "2") == ["arguments must be integer, not string"]
 
 
-# ---- lesson 13's own cells, run as a learner changes them: they answer with ✓/✗ and never hang
-LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "13_mcp_and_frameworks.ipynb"
+# ---- lesson 13a's own cells, run as a learner changes them: they answer with ✓/✗ and never hang
+LESSON = Path(__file__).resolve().parent.parent / "notebooks" / "13a_mcp_by_hand.ipynb"
 
 
 def lesson_code(*firsts: str) -> str:
-    """The code cells of lesson 13 that start with each of ``firsts``, in that order. A your-turn cell is taken as
+    """The code cells of lesson 13a that start with each of ``firsts``, in that order. A your-turn cell is taken as
     a learner fills it in: the course's answer folded below it, without its first line (# The course's answer)."""
     cells = []
     for cell in json.loads(LESSON.read_text(encoding="utf-8"))["cells"]:
@@ -966,11 +966,12 @@ def run_lesson(code: str):
 START, CLOSE = ("import inspect", "server = subprocess.Popen"), "server.stdin.close()"
 
 
-def test_the_guessing_cell_takes_any_request_a_learner_adds_such_as_ping():
-    cell = lesson_code("guesses = {").replace("requests = {", 'requests = {\n    "a ping": ("ping", None),', 1)
+def test_the_guessing_cell_takes_any_request_a_learner_adds_such_as_a_discover():
+    cell = lesson_code("guesses = {").replace("requests = {", 'requests = {\n    "a discover": ("server/discover", None),', 1)
     result = run_lesson(lesson_code(*START) + "\n\n" + cell + "\n\n" + lesson_code(CLOSE))
     assert result.returncode == 0, result.stderr
-    assert "✗ a ping" in result.stdout and "you said None     the server: result" in result.stdout
+    assert "✗ a discover" in result.stdout and "you said None     the server: result" in result.stdout
+    assert "✓ the method 'ping'" in result.stdout and "the server: error" in result.stdout   # gone in 2026-07-28
 
 
 def my_request_cell(mine: str) -> str:
@@ -979,7 +980,7 @@ def my_request_cell(mine: str) -> str:
 
 
 ATTEMPTS = [   # (what a learner writes as my_request, what the cell says)
-    ('{"id": 100, "method": "tools/call", "params": {"name": "lookup", "arguments": {"topic": "단가"}}}',
+    ('{"id": 100, "method": "tools/call", "params": {"_meta": ENVELOPE, "name": "lookup", "arguments": {"topic": "단가"}}}',
      "✗ the server refused it (JSON-RPC error -32600): Invalid Request"),
     ('{"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": {"name": "lookup", "arguments": {}}}',
      "✗ the server refused it (JSON-RPC error -32600): Invalid Request"),
@@ -989,8 +990,10 @@ ATTEMPTS = [   # (what a learner writes as my_request, what the cell says)
     ("[1, 2]", "✗ the server refused it (JSON-RPC error -32600)"),
     ('{"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "lookup", "arguments": {"topic": "단가"}}}',
      "✗ a request needs an id"),
-    ('{"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {"name": "lookup", "arguments": {"topic": "x"}}}',
-     "✗ not yet"),
+    ('{"jsonrpc": "2.0", "id": 100, "method": "tools/call", "params": {"name": "lookup", "arguments": {"topic": "단가"}}}',
+     'put "_meta": ENVELOPE in its params'),   # the handshake era's request: no envelope
+    ('{"jsonrpc": "2.0", "id": 101, "method": "tools/call", "params": {"_meta": ENVELOPE, "name": "lookup", '
+     '"arguments": {"topic": "x"}}}', "✗ not yet"),
 ]
 
 

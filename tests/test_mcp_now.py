@@ -126,7 +126,7 @@ def test_connect_mcp_reaches_course_mcp_serve_in_either_era_over_either_transpor
 
 
 def test_by_hand_the_2026_session_needs_no_handshake_and_each_request_carries_its_envelope(workspace):
-    """Lesson 13, section 2: the stateless revision as JSON lines; ping and an envelope-less request refused."""
+    """Lesson 13a, section 2: the stateless revision as JSON lines; ping and an envelope-less request refused."""
     server = subprocess.Popen([str(COURSE), "mcp", "serve"], cwd=workspace, stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, encoding="utf-8")
     try:

@@ -185,6 +185,7 @@ def serve_http(tools: Mapping[str, Callable] | None = None, host: str = "127.0.0
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind((host, port))
+    listener.listen(128)   # before the address is printed: a client that reads it may connect at once
     shown = f"[{host}]" if ":" in host else host
     app = course_server(tools).streamable_http_app(host=host)
     print(f"course mcp serve: listening on http://{shown}:{listener.getsockname()[1]}/mcp (Ctrl-C stops it)",
