@@ -252,11 +252,15 @@ def test_the_edges_of_11_4_are_what_call_edges_gives_for_trees_without_odd_white
     assert edges(stage11.TEAM) == call_edges(stage11.TEAM)
 
 
-def test_the_reference_answers_like_course_mcp_serve_where_both_answer():
-    """13.2's reference and the real server agree on codes, ids and a tool error's text: the exercise teaches the
-    real thing. tests/test_mcp.py pins the server's answers; ``refusal`` is its layer before the SDK. The one
-    difference, which the exercise states: the SDK reads "arguments": null as missing (the spec's schema, and the
-    exercise, refuse it: -32602)."""
+def test_the_reference_answers_like_course_mcp_serve_where_both_answer(tmp_path):
+    """13.2's reference and the real server, in the 2026-07-28 revision, agree on codes, ids, the versions a -32022
+    offers, server/discover's versions and a tool error's text: the exercise teaches the real thing. ``refusal`` is
+    the server's layer before the SDK, for lines that are not messages; the SDK answers the rest. The differences
+    the exercise states: the SDK reads "arguments": null as missing, says more in its results, and also speaks the
+    handshake era (so ``initialize`` is not compared)."""
+    import subprocess
+    import sys
+    from course_lib.courseware.exercises.stage13 import CAPABILITIES_KEY, META, VERSION_KEY, request
     reply = solution("13.2")
     tools = default_tools()
     for message in [{"id": 5, "method": "ping"}, {"jsonrpc": "1.0", "id": 6, "method": "ping"}, [1, 2], "ping",
@@ -264,11 +268,27 @@ def test_the_reference_answers_like_course_mcp_serve_where_both_answer():
                     {"jsonrpc": "2.0", "id": 7}, {"jsonrpc": "2.0", "method": 1}]:
         ours, served = reply(message, tools), refusal(json.dumps(message))
         assert (ours["id"], ours["error"]["code"]) == (served["id"], served["error"]["code"]), message
-    failed_call = {"jsonrpc": "2.0", "id": 8, "method": "tools/call",
-                   "params": {"name": "calculator", "arguments": {"expression": "1/0"}}}
-    assert reply(failed_call, tools)["result"]["content"][0]["text"] == \
-        dispatch(tools, "calculator", {"expression": "1/0"}).content   # what the server sends, word for word
-    assert reply({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "calculater"}},
-                 tools)["error"]["code"] == -32602
-    assert reply({"jsonrpc": "2.0", "id": 6, "method": "resources/list"}, tools)["error"]["code"] == -32601
-    assert reply({"jsonrpc": "2.0", "id": 7, "method": "ping"}, tools) == {"jsonrpc": "2.0", "id": 7, "result": {}}
+    messages = [request("server/discover", n=1), request("tools/call", {"name": "calculator", "arguments": {
+        "expression": "1/0"}}, n=2), request("tools/call", {"name": "calculater"}, n=3), request("weather/today", n=4),
+        request("ping", n=5), request("tools/list", n=6, meta=None), request("tools/list", n=7, meta={VERSION_KEY: "x"}),
+        request("tools/list", n=8, meta={VERSION_KEY: "2025-11-25", CAPABILITIES_KEY: {}}),
+        request("tools/call", {"name": "lookup", "arguments": {"topic": "단가"}}, n="아홉")]
+    assert all(m.get("params", {}).get("_meta") in (META, None, {VERSION_KEY: "x"}) or m["id"] == 8 for m in messages)
+    course = Path(sys.executable).parent / "course"
+    run = subprocess.run([str(course), "mcp", "serve"], cwd=tmp_path, capture_output=True, text=True, encoding="utf-8",
+                         input="".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages), timeout=60)
+    served = {a["id"]: a for a in map(json.loads, run.stdout.splitlines())}
+    assert len(served) == len(messages), run.stdout
+    for message in messages:
+        ours, theirs = reply(message, tools), served[message["id"]]
+        assert ("error" in ours) == ("error" in theirs), (message, ours, theirs)
+        if "error" in ours:
+            assert ours["error"]["code"] == theirs["error"]["code"], (message, ours, theirs)
+            if ours["error"]["code"] == -32022:
+                assert ours["error"]["data"]["supported"] == theirs["error"]["data"]["supported"]
+        else:
+            for key, value in ours["result"].items():   # the SDK's result says more; where both speak, they agree
+                if key == "capabilities":   # the server also offers resources and prompts, with their details
+                    assert set(value) <= set(theirs["result"][key]), (message, ours, theirs)
+                else:
+                    assert theirs["result"][key] == value, (message, key, ours, theirs)

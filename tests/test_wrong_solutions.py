@@ -1035,6 +1035,30 @@ WRONG = [
       "a notification decided first"),
     W("13.2", "true is no id", [('type(message["id"]) not in (int, str)', 'not isinstance(message["id"], (int, str))')],
       "isinstance lets True in"),
+    W("13.2", "no envelope", [('    if not (isinstance(meta, dict) and VERSION_KEY in meta and CAPABILITIES_KEY in meta):\n'
+                               '        return error(-32602, "Invalid params: params._meta must carry the protocol '
+                               'version and the client\'s capabilities")\n', ''),
+                              ('    if meta[VERSION_KEY] != "2026-07-28":', '    if (meta or {}).get(VERSION_KEY, "2026-07-28") != "2026-07-28":')],
+      "no envelope required"),
+    W("13.2", "an envelope without capabilities", [(" and VERSION_KEY in meta and CAPABILITIES_KEY in meta)",
+                                                    " and VERSION_KEY in meta)")], "the version alone is enough"),
+    W("13.2", "a version this server does not speak", [('    if meta[VERSION_KEY] != "2026-07-28":\n        return error('
+                                                        '-32022, f"Unsupported protocol version: {meta[VERSION_KEY]}", '
+                                                        '{"supported": ["2026-07-28"]})\n', '')],
+      "any version accepted"),
+    W("13.2", "a version this server does not speak", [('{"supported": ["2026-07-28"]})', 'None)')],
+      "-32022 without the versions it speaks"),
+    W("13.2", "the version is checked before the method",
+      [('    if meta[VERSION_KEY] != "2026-07-28":\n        return error(-32022, f"Unsupported protocol version: '
+        '{meta[VERSION_KEY]}", {"supported": ["2026-07-28"]})\n', ''),
+       ('    if not (isinstance(params.get("name"), str)', '    if meta[VERSION_KEY] != "2026-07-28":\n        return '
+        'error(-32022, "Unsupported protocol version", {"supported": ["2026-07-28"]})\n    if not (isinstance(params.get("name"), str)')],
+      "the version checked after the method"),
+    W("13.2", "ping is gone", [('    if method == "server/discover":', '    if method == "ping":\n        return result({})\n'
+                                '    if method == "server/discover":')], "ping answered as in the handshake era"),
+    W("13.2", "server/discover", [('{"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}',
+                                   '{"protocolVersion": "2026-07-28", "capabilities": {"tools": {}}}')],
+      "discover answered like initialize"),
     # ---- 13.3 True as an integer; 2.0 refused; only the first problem; extras allowed; arrays unchecked; a type
     # mismatch checked on; a digit string as an integer; additionalProperties only beside properties, or a schema
     # read as false or ignored; minimum and maximum applied to booleans; enum by type (2.0 is not 2) or by Python's

@@ -27,7 +27,14 @@ def read(f, result):
 
 
 # ---- 13.2 jsonrpc_reply: one message in, one answer (or None) out
-def request(method, params=None, n=1) -> dict:
+VERSION_KEY, CAPABILITIES_KEY = "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"
+META = {VERSION_KEY: "2026-07-28", CAPABILITIES_KEY: {}}   # the envelope every request of 2026-07-28 carries
+
+
+def request(method, params=None, n=1, meta=META) -> dict:
+    """A request as a 2026-07-28 client sends it: ``meta`` in its params (unless None, or params are no dict)."""
+    if meta is not None and (params is None or isinstance(params, dict)):
+        params = {**(params or {}), "_meta": meta}
     return {"jsonrpc": "2.0", "id": n, "method": method, **({} if params is None else {"params": params})}
 
 
@@ -57,8 +64,8 @@ def result(text_: str, is_error: bool = False, n=1) -> dict:
     return {"jsonrpc": "2.0", "id": n, "result": {"content": [{"type": "text", "text": text_}], "isError": is_error}}
 
 
-def error(code: int, n=1) -> dict:
-    return {"jsonrpc": "2.0", "id": n, "error": {"code": code, "message": "<a message>"}}
+def error(code: int, n=1, **data) -> dict:
+    return {"jsonrpc": "2.0", "id": n, "error": {"code": code, "message": "<a message>", **data}}
 
 
 def names_the_tool(f) -> bool:
@@ -166,8 +173,31 @@ EXERCISES = {
                      "type": "object", "properties": {"text": {"type": "string", "description": "what to say"}},
                      "required": ["text"], "additionalProperties": False}}]}},
              hint="list the tools you were given, not default_tools()"),
-        Case("ping", lambda f: answered(f, request("ping", n=5)), expected={"jsonrpc": "2.0", "id": 5, "result": {}},
-             hint="ping answers with an empty result"),
+        Case("server/discover", lambda f: answered(f, request("server/discover", n=5)),
+             expected={"jsonrpc": "2.0", "id": 5, "result": {"supportedVersions": ["2026-07-28"],
+                                                             "capabilities": {"tools": {}}}},
+             hint="result {'supportedVersions': ['2026-07-28'], 'capabilities': {'tools': {}}}"),
+        Case("no envelope", lambda f: answered(f, request("tools/list", n=8, meta=None)), expected=error(-32602, n=8),
+             hint="a 2026-07-28 request carries params['_meta'] with VERSION_KEY and CAPABILITIES_KEY: else -32602"),
+        Case("params without _meta", lambda f: answered(f, request("server/discover", {}, n=9, meta=None)),
+             expected=error(-32602, n=9), hint="params with no '_meta' carry no envelope: -32602"),
+        Case("an envelope without capabilities", lambda f: answered(f, request("tools/list", meta={
+            VERSION_KEY: "2026-07-28"})), expected=error(-32602),
+             hint="the envelope needs both keys, CAPABILITIES_KEY too (even when it is {}): else -32602"),
+        Case("_meta that is not an object", lambda f: answered(f, request("tools/list", meta=[VERSION_KEY])),
+             expected=error(-32602), hint="params['_meta'] must be a dict holding both keys: a list is not"),
+        Case("a version this server does not speak", lambda f: answered(f, request("tools/list", n=10, meta={
+            VERSION_KEY: "2025-11-25", CAPABILITIES_KEY: {}})),
+             expected=error(-32022, n=10, data={"supported": ["2026-07-28"]}),
+             hint="another version: -32022, with 'data': {'supported': ['2026-07-28']} so the client can choose"),
+        Case("the version is checked before the method",
+             lambda f: answered(f, request("weather/today", meta={VERSION_KEY: "1999-01-01", CAPABILITIES_KEY: {}})),
+             expected=error(-32022, data={"supported": ["2026-07-28"]}),
+             hint="check the envelope (and its version) before you look at the method"),
+        Case("ping is gone", lambda f: answered(f, request("ping", n=11)), expected=error(-32601, n=11),
+             hint="2026-07-28 has no session to keep alive: ping is a method this server does not have (-32601)"),
+        Case("initialize is gone", lambda f: answered(f, request("initialize", {"protocolVersion": "2025-11-25"})),
+             expected=error(-32601), hint="this server speaks only 2026-07-28, which has no handshake: -32601"),
         Case("an unknown tool is a protocol error", lambda f: answered(f, call("weather", {"city": "Busan"})),
              expected=error(-32602), hint="no tool can run: error code -32602, not an isError result"),
         Case("the unknown tool is named", names_the_tool, expected=True,
@@ -184,8 +214,9 @@ EXERCISES = {
         Case("arguments null", lambda f: answered(f, request("tools/call", {"name": "calculator", "arguments": None})),
              expected=error(-32602), hint="'arguments' is there but None (JSON null), which is not a dict: -32602; "
                                           "only a missing 'arguments' means {}"),
-        Case("a notification gets no answer", lambda f: f({"jsonrpc": "2.0", "method": "notifications/initialized"},
-                                                          TOOLS), expected=None, hint="no 'id': return None"),
+        Case("a notification gets no answer", lambda f: f({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                                           "params": {"requestId": 3}}, TOOLS), expected=None,
+             hint="no 'id': return None (a notification needs no envelope either)"),
         Case("not JSON-RPC 2.0", lambda f: answered(f, {"jsonrpc": "1.0", "id": 6, "method": "ping"}),
              expected=error(-32600, n=6), hint="'jsonrpc' must be '2.0' and 'method' a str: else -32600"),
         Case("no method", lambda f: answered(f, {"jsonrpc": "2.0", "id": 7}), expected=error(-32600, n=7),
