@@ -1054,6 +1054,12 @@ WRONG = [
        ('    if not (isinstance(params.get("name"), str)', '    if meta[VERSION_KEY] != "2026-07-28":\n        return '
         'error(-32022, "Unsupported protocol version", {"supported": ["2026-07-28"]})\n    if not (isinstance(params.get("name"), str)')],
       "the version checked after the method"),
+    W("13.2", "both keys before the version",
+      [('    if not (isinstance(meta, dict) and VERSION_KEY in meta and CAPABILITIES_KEY in meta):',
+        '    if isinstance(meta, dict) and meta.get(VERSION_KEY, "2026-07-28") != "2026-07-28":\n        return error('
+        '-32022, "Unsupported protocol version", {"supported": ["2026-07-28"]})\n'
+        '    if not (isinstance(meta, dict) and VERSION_KEY in meta and CAPABILITIES_KEY in meta):')],
+      "the version checked before the envelope is whole"),
     W("13.2", "ping is gone", [('    if method == "server/discover":', '    if method == "ping":\n        return result({})\n'
                                 '    if method == "server/discover":')], "ping answered as in the handshake era"),
     W("13.2", "server/discover", [('{"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}',

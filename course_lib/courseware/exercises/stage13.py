@@ -29,6 +29,7 @@ def read(f, result):
 # ---- 13.2 jsonrpc_reply: one message in, one answer (or None) out
 VERSION_KEY, CAPABILITIES_KEY = "io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientCapabilities"
 META = {VERSION_KEY: "2026-07-28", CAPABILITIES_KEY: {}}   # the envelope every request of 2026-07-28 carries
+DISCOVERED = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}}}
 
 
 def request(method, params=None, n=1, meta=META) -> dict:
@@ -174,16 +175,13 @@ EXERCISES = {
                      "required": ["text"], "additionalProperties": False}}]}},
              hint="list the tools you were given, not default_tools()"),
         Case("server/discover", lambda f: answered(f, request("server/discover", n=5)),
-             expected={"jsonrpc": "2.0", "id": 5, "result": {"supportedVersions": ["2026-07-28"],
-                                                             "capabilities": {"tools": {}}}},
-             hint="result {'supportedVersions': ['2026-07-28'], 'capabilities': {'tools': {}}}"),
+             expected={"jsonrpc": "2.0", "id": 5, "result": DISCOVERED}, hint=f"the result {DISCOVERED}"),
         Case("no envelope", lambda f: answered(f, request("tools/list", n=8, meta=None)), expected=error(-32602, n=8),
              hint="a 2026-07-28 request carries params['_meta'] with VERSION_KEY and CAPABILITIES_KEY: else -32602"),
         Case("params without _meta", lambda f: answered(f, request("server/discover", {}, n=9, meta=None)),
              expected=error(-32602, n=9), hint="params with no '_meta' carry no envelope: -32602"),
         Case("an envelope without capabilities", lambda f: answered(f, request("tools/list", meta={
-            VERSION_KEY: "2026-07-28"})), expected=error(-32602),
-             hint="the envelope needs both keys, CAPABILITIES_KEY too (even when it is {}): else -32602"),
+            VERSION_KEY: "2026-07-28"})), expected=error(-32602), hint="both keys, CAPABILITIES_KEY too: else -32602"),
         Case("_meta that is not an object", lambda f: answered(f, request("tools/list", meta=[VERSION_KEY])),
              expected=error(-32602), hint="params['_meta'] must be a dict holding both keys: a list is not"),
         Case("a version this server does not speak", lambda f: answered(f, request("tools/list", n=10, meta={
@@ -193,7 +191,9 @@ EXERCISES = {
         Case("the version is checked before the method",
              lambda f: answered(f, request("weather/today", meta={VERSION_KEY: "1999-01-01", CAPABILITIES_KEY: {}})),
              expected=error(-32022, data={"supported": ["2026-07-28"]}),
-             hint="check the envelope (and its version) before you look at the method"),
+             hint="check the envelope and its version (-32022, with the data) before you look at the method"),
+        Case("both keys before the version", lambda f: answered(f, request("tools/list", meta={VERSION_KEY: "1.0"})),
+             expected=error(-32602), hint="an envelope without CAPABILITIES_KEY is -32602, whatever its version"),
         Case("ping is gone", lambda f: answered(f, request("ping", n=11)), expected=error(-32601, n=11),
              hint="2026-07-28 has no session to keep alive: ping is a method this server does not have (-32601)"),
         Case("initialize is gone", lambda f: answered(f, request("initialize", {"protocolVersion": "2025-11-25"})),
