@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from .tools import ToolError
 
 DEFAULT_TIMEOUT = 30.0   # seconds a server may take to start, or to answer one call
 MAX_PAGES = 100          # pages of one list (tools, resources, prompts): a server that always has more is stopped
+USERINFO = re.compile(r"(?<=://)[^/?#\s]*@")   # a URL's user:password@, shown as ***@ in every message
 
 
 @contextmanager
@@ -58,7 +60,7 @@ def _target(server, cwd, env, era):
         return server
     if not (isinstance(server, (list, tuple)) and server and all(isinstance(c, str) and c for c in server)):
         raise ValueError(f"server must be a URL (http://...) or a command, a non-empty list of strings such as "
-                         f"['python', '-m', 'server'], not {server!r}")
+                         f"['python', '-m', 'server'], not {USERINFO.sub('***@', repr(server))}")
     from mcp import StdioServerParameters
     return StdioServerParameters(command=server[0], args=list(server[1:]), cwd=cwd, env=dict(env or {}))
 
@@ -69,8 +71,8 @@ class _Server:
     def __init__(self, server, timeout: float, errlog, portal):
         self.timeout, self.errlog, self.portal, self.client, self.garbled = timeout, errlog, portal, None, []
         self.echo = False   # it sent our own request back
-        shown = server if isinstance(server, str) else " ".join(
-            ["python" if server[0] == sys.executable else server[0], *server[1:]])   # as given
+        shown = USERINFO.sub("***@", server if isinstance(server, str) else " ".join(
+            ["python" if server[0] == sys.executable else server[0], *server[1:]]))   # as given, but no password
         self.shown = shown.replace(os.path.expanduser("~"), "~") if len(os.path.expanduser("~")) > 1 else shown
 
     def tools(self, listed: list[dict]) -> MCPTools:
@@ -130,16 +132,14 @@ class _Server:
             garbled = []
         if garbled:
             text += f"; it also printed {garbled[0]!r} on stdout, which is not a JSON-RPC message"
-        said = ""
         if not self.errlog.closed:
             self.errlog.seek(since)
-            said = self.errlog.read()[-4000:].decode("utf-8", "replace")
+        said = "" if self.errlog.closed else self.errlog.read()[-4000:].decode("utf-8", "replace")
         last = [line.strip() for line in said.splitlines() if line.strip()][-3:]   # its last words on stderr
-        return text + (f". Its last words on stderr: {' | '.join(last)}" if last else "")
+        return USERINFO.sub("***@", text + (f". Its last words on stderr: {' | '.join(last)}" if last else ""))
 
     async def note(self, message) -> None:   # a line on stdout that is not JSON-RPC arrives here as an exception
-        if isinstance(message, Exception):
-            self.garbled.append(message)
+        self.garbled += [message] if isinstance(message, Exception) else []
 
     async def relay(self, read, to_session) -> None:   # the server's messages on their way: our own request is an echo
         async with to_session:

@@ -797,6 +797,28 @@ def test_course_mcp_serve_will_not_serve_the_whole_filesystem_or_the_home_folder
                                         "would reach every file in it"), result.stderr
 
 
+def test_course_mcp_serve_will_not_serve_a_folder_that_holds_the_home_folder_links_resolved(tmp_path):
+    root = tmp_path.resolve()
+    home, other = root / "users" / "learner", root / "users" / "other"
+    home.mkdir(parents=True)
+    other.mkdir()
+    (root / "link").symlink_to(root / "users", target_is_directory=True)
+    env = {**os.environ, "HOME": str(home), "USERPROFILE": str(home)}
+    holding = "a folder holding your home folder"
+    for args, folder, what in [(["--workspace", "~/.."], root / "users", holding), ([], root, holding),
+                               (["--workspace", str(root / "link")], root / "users", holding),
+                               (["--workspace", "link/learner"], home, "your home folder"),
+                               (["--workspace", "/"], Path("/"), "the file system's root")]:
+        result = subprocess.run([str(COURSE), "mcp", "serve", *args], cwd=root, env=env, capture_output=True,
+                                text=True, timeout=60, input="")
+        assert (result.returncode, result.stdout, result.stderr) == (2, "", (
+            f"course mcp serve: will not serve {folder}: read_file and list_files would reach every file in it "
+            f"({what}). Start it in a project folder, or pass --workspace FOLDER.\n")), args
+    beside = subprocess.run([str(COURSE), "mcp", "serve", "--workspace", "~/../other"], cwd=root, env=env,
+                            capture_output=True, text=True, timeout=60, input="")   # beside the home folder: served
+    assert beside.returncode == 0 and beside.stderr.startswith(f"course mcp serve: the workspace is {other} ")
+
+
 def test_course_mcp_serve_refuses_a_workspace_that_is_not_a_folder(tmp_path):
     result = subprocess.run([str(COURSE), "mcp", "serve", "--workspace", str(tmp_path / "nope")], capture_output=True,
                             text=True, timeout=60, input="")

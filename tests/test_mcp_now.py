@@ -154,6 +154,44 @@ def test_by_hand_the_2026_session_needs_no_handshake_and_each_request_carries_it
         server.stdout.close()
 
 
+HIDDEN = ".secret", ".env", ".git/config", "trip/.draft.txt", "trip/../.secret", "./.env", "key"   # key: a link
+
+
+@pytest.mark.parametrize("era", ["auto", "legacy"])
+def test_course_mcp_serve_lists_and_reads_no_hidden_file_through_a_tool_or_a_resource(course_server, workspace, era):
+    (workspace / ".git").mkdir()
+    (workspace / ".git" / "config").write_text("[remote] token = ghp_x\n", encoding="utf-8")
+    (workspace / ".env").write_text("API_KEY=sk-x\n", encoding="utf-8")
+    (workspace / "trip" / ".draft.txt").write_text("draft\n", encoding="utf-8")
+    (workspace / "key").symlink_to(workspace / ".secret")   # a visible name that leads to a hidden file
+    why = 'which course mcp serve does not serve: a name in its path (or where a link in it leads) starts with "."'
+    with connect_mcp(course_server, era=era) as tools:
+        assert tools["list_files"]() == "key\nnotes.txt\ntrip/"   # as before: no .secret, .env or .git/
+        assert tools["list_files"](directory="trip") == "부산.txt"
+        assert [r["uri"] for r in tools.resources()] == ["workspace:///notes.txt", "workspace:///trip/부산.txt"]
+        for path in HIDDEN:
+            for tool in ("read_file", "file_stats"):
+                seen = dispatch(tools, tool, {"path": path})
+                assert seen.is_error and seen.content == f"Error: {tool}: '{path}' is a hidden file, {why}", path
+            with pytest.raises(ToolError) as caught:
+                tools.read(f"workspace:///{path}")
+            assert str(caught.value) == (f"the server refused the call: Resource not found: workspace:///{path} "
+                                         f"('{path}' is a hidden file, {why}) (JSON-RPC error -32602)")
+        for folder in (".git", "trip/../.git", ".git/.."):
+            seen = dispatch(tools, "list_files", {"directory": folder})
+            assert seen.is_error and seen.content == f"Error: list_files: '{folder}' is a hidden folder, {why}"
+        assert tools["read_file"](path="./trip/부산.txt") == "두 밤\n"   # what is not hidden is served as before
+        assert tools.read("workspace:///notes.txt").startswith("The unit price is $24.")
+
+
+def test_the_lessons_own_read_file_still_reads_a_hidden_file_only_course_mcp_serve_refuses(workspace, monkeypatch):
+    from course_lib.tools import read_file
+    monkeypatch.chdir(workspace)
+    assert read_file(".secret") == "hidden\n"   # stage 01 is unchanged: the workspace is the learner's own
+    assert dispatch(course_tools(), "read_file", {"path": ".secret"}).content.startswith(
+        "Error: read_file: '.secret' is a hidden file, which course mcp serve does not serve")
+
+
 # ---- streamable HTTP: loopback only unless asked, the SDK's DNS-rebinding check, clear refusals
 @pytest.mark.parametrize("args, said", [
     (["--http", "--host", "0.0.0.0"], "will not listen on 0.0.0.0: the server has no authentication"),
@@ -177,6 +215,25 @@ def test_allow_remote_listens_where_asked_and_a_taken_port_is_one_sentence(works
                                 "--allow-remote"], cwd=workspace, capture_output=True, text=True, timeout=60)
     assert taken.returncode == 2 and taken.stderr.splitlines()[-1].startswith(
         f"course mcp serve: cannot listen on 0.0.0.0 port {port}: ") and "Traceback" not in taken.stderr
+
+
+def test_a_port_outside_0_to_65535_is_a_usage_error_and_a_failed_listen_names_the_port_asked_for(workspace):
+    for port in ("70000", "65536", "-1"):
+        run = subprocess.run([str(COURSE), "mcp", "serve", "--http", "--port", port], cwd=workspace,
+                             capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
+        assert (run.returncode, run.stdout, run.stderr) == (2, "", f"course mcp serve: --port {port}: a port is a "
+                                                            "number from 0 to 65535 (0 takes a free one)\n")
+    with socket.socket() as taken:   # the default port, 8000, taken (by us, or by something else already)
+        taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)   # as the server sets it: both bind, or neither
+        try:
+            taken.bind(("127.0.0.1", 8000))
+            taken.listen(1)
+        except OSError:
+            pass
+        run = subprocess.run([str(COURSE), "mcp", "serve", "--http"], cwd=workspace, capture_output=True, text=True,
+                             stdin=subprocess.DEVNULL, timeout=60)
+    assert run.returncode == 2 and run.stderr.splitlines()[-1].startswith(
+        "course mcp serve: cannot listen on 127.0.0.1 port 8000: ") and "Traceback" not in run.stderr
 
 
 def test_the_http_server_refuses_a_page_of_another_site_dns_rebinding_as_the_sdk_does(workspace):
@@ -207,6 +264,31 @@ def test_a_url_with_nothing_listening_is_a_connection_error_and_urls_take_no_cwd
     with pytest.raises(ValueError, match="^server must be a URL"):
         with connect_mcp("course mcp serve"):   # a command written as one string
             pass
+
+
+def test_a_url_s_password_appears_in_no_error_and_no_repr(workspace):
+    secret = "s3cr3t-Pa55"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]   # closed again: nothing listens there
+    with pytest.raises(ConnectionError) as refused:
+        with connect_mcp(f"http://learner:{secret}@127.0.0.1:{port}/mcp", timeout=10):
+            pass
+    assert str(refused.value).startswith(f"could not reach the MCP server `http://***@127.0.0.1:{port}/mcp`: ")
+    with pytest.raises(ValueError) as wrong:   # not http(s): refused, the URL named without its password
+        with connect_mcp(f"ftp://learner:{secret}@127.0.0.1/mcp"):
+            pass
+    assert str(wrong.value).endswith(", not 'ftp://***@127.0.0.1/mcp'")
+    with http_server(cwd=workspace) as url:
+        with connect_mcp(url.replace("http://", f"http://learner:{secret}@")) as tools:
+            assert tools["calculator"](expression="2+2") == "4"
+            shown = [repr(tools), repr(vars(tools)), repr(vars(tools._reached)), *map(repr, tools.values()),
+                     *(f.__doc__ or "" for f in tools.values())]
+        with pytest.raises(ToolError) as closed:   # used after the block: the server is named
+            tools["calculator"](expression="2+2")
+    assert str(closed.value).startswith(f"the MCP server `{url.replace('http://', 'http://***@')}` did not answer: ")
+    for text in [str(refused.value), repr(refused.value), str(wrong.value), str(closed.value), *shown]:
+        assert secret not in text and "learner" not in text, text
 
 
 # ---- a server of our own making: structured output that breaks its schema, annotations, endless pages

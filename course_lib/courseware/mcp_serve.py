@@ -1,6 +1,7 @@
 """``course mcp serve``: the course's tools over stdio or streamable HTTP, with the official SDK's server
 (``build_server``, stage 13) and a thin layer before it for what the SDK leaves undone; both eras of the protocol
-(the SDK's). Beside the tools: ``file_stats`` (structured output), the workspace's files as resources, one prompt.
+(the SDK's). Beside the tools: ``file_stats`` (structured output), the workspace's files as resources, one prompt;
+a hidden path (``.env``, ``.git/config``: a name in it starts with ".") is refused by tools and resources alike.
 
 ``refusal(line)`` is the answer JSON-RPC 2.0 gives a line that is not a message, which the SDK drops without a word
 (a client waiting for that answer would wait for ever): -32700, -32600, -32602. ``serve(tools)`` keeps the
@@ -9,17 +10,20 @@ lines, and when stdin closes lets the calls still running answer before it stops
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import os
 import socket
 import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path, PurePath
 from typing_extensions import TypedDict   # pydantic reads this one on Python < 3.12
 
 from .. import default_tools
 from ..mcp_bridge import build_server
 from ..tools import ToolError
-from ..workspace import MAX_LISTED, MAX_READ_CHARS, read_file
+from ..workspace import MAX_LISTED, MAX_READ_CHARS, inside_workspace, read_file, shorten
 
 READ_ONLY = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -46,9 +50,34 @@ def file_stats(path: str) -> FileStats:
     return {"path": path, "lines": len(text.splitlines()), "words": len(text.split()), "characters": len(text)}
 
 
+def visible(path, what: str = "file") -> None:
+    """Refuse ``path`` if a name in it, as given or as it resolves in the workspace, starts with "." (``.env``,
+    ``.ssh/id_rsa``, a link to ``.git/config``): lists leave those out, and the tools as served here read none."""
+    names = [] if not isinstance(path, str) or os.path.isabs(path) else list(PurePath(path).parts)
+    with contextlib.suppress(ToolError, OSError, ValueError):   # a path the tool itself refuses, saying why
+        names += inside_workspace(path).relative_to(Path.cwd().resolve()).parts
+    if any(n.startswith(".") and n not in (".", "..") for n in names):
+        raise ToolError(f"'{shorten(path)}' is a hidden {what}, which course mcp serve does not serve: a name in "
+                        "its path (or where a link in it leads) starts with \".\"")
+
+
+def _no_hidden(tool: Callable, param: str = "path") -> Callable:
+    """``tool`` as ``course mcp serve`` serves it: its argument ``param``, a path, is refused if it is hidden."""
+    what = "folder" if param == "directory" else "file"
+
+    @functools.wraps(tool)   # the same name, docstring and signature for stages 03 and 05
+    def served(*args, **kwargs):
+        visible(kwargs.get(param, args[0] if args else "."), what)
+        return tool(*args, **kwargs)
+    return served
+
+
 def course_tools() -> dict:
-    """What ``course mcp serve`` serves: the course's default tools and ``file_stats``, all read-only."""
-    return default_tools() | {"file_stats": file_stats}
+    """What ``course mcp serve`` serves: the course's default tools and ``file_stats``, all read-only; the file
+    tools refuse a hidden path (``visible``)."""
+    tools = default_tools() | {"file_stats": file_stats}
+    return tools | {n: _no_hidden(tools[n], p) for n, p in [("read_file", "path"), ("list_files", "directory"),
+                                                              ("file_stats", "path")]}
 
 
 def workspace_handlers() -> dict:
@@ -71,8 +100,8 @@ def workspace_handlers() -> dict:
     async def read_resource(ctx, params):
         if not params.uri.startswith("workspace:///"):
             raise MCPError(types.INVALID_PARAMS, f"Resource not found: {params.uri} (it serves workspace:/// only)")
-        try:
-            text = read_file(params.uri.removeprefix("workspace:///"))   # stage 01's checks, as for the tool
+        try:   # stage 01's checks, and no hidden file, as for the tool
+            text = _no_hidden(read_file)(params.uri.removeprefix("workspace:///"))
         except Exception as e:
             raise MCPError(types.INVALID_PARAMS, f"Resource not found: {params.uri} ({e})") from None
         return types.ReadResourceResult(contents=[types.TextResourceContents(uri=params.uri, text=text,
@@ -193,17 +222,31 @@ def serve_http(tools: Mapping[str, Callable] | None = None, host: str = "127.0.0
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
 
 
+def homes() -> set[Path]:
+    """The home folder as $HOME (or USERPROFILE) says and as the account says (pwd), links resolved."""
+    found = {os.path.expanduser("~")}
+    with contextlib.suppress(ImportError, KeyError, AttributeError):   # no pwd on Windows; an account without one
+        import pwd
+        found.add(pwd.getpwuid(os.getuid()).pw_dir)
+    return {Path(h).resolve() for h in found if os.path.isabs(h)}
+
+
 def main(args) -> int:
     """``course mcp serve [--workspace FOLDER] [--http [--host H] [--port N] [--allow-remote]]``."""
-    from pathlib import Path
-    folder = Path(os.path.expanduser(args.workspace or ".")).resolve()
-    if folder.parent == folder or folder == Path(os.path.expanduser("~")).resolve():   # the root or the home folder
-        return _no(f"will not serve {folder}: read_file and list_files would reach every file in it. "
+    folder = Path(os.path.expanduser(args.workspace or ".")).resolve()   # links resolved: what it would reach
+    home = homes()
+    what = ("the file system's root" if folder.parent == folder else "your home folder" if folder in home else
+            "a folder holding your home folder" if any(h.is_relative_to(folder) for h in home) else None)
+    if what:
+        return _no(f"will not serve {folder}: read_file and list_files would reach every file in it ({what}). "
                    "Start it in a project folder, or pass --workspace FOLDER.")
     if not folder.is_dir():
         return _no(f"--workspace {args.workspace}: not a folder")
     if not args.http and (args.host or args.port is not None or args.allow_remote):
         return _no("--host, --port and --allow-remote are for --http")
+    port = 8000 if args.port is None else args.port
+    if not 0 <= port <= 65535:
+        return _no(f"--port {port}: a port is a number from 0 to 65535 (0 takes a free one)")
     host = args.host or "127.0.0.1"
     if args.http and host not in LOOPBACK and not args.allow_remote:
         return _no(f"will not listen on {host}: the server has no authentication, so anyone who can reach that "
@@ -217,9 +260,9 @@ def main(args) -> int:
         serve()
         return 0
     try:
-        serve_http(host=host, port=8000 if args.port is None else args.port)
+        serve_http(host=host, port=port)
     except OSError as e:   # the port is taken, or the address is not this machine's
-        return _no(f"cannot listen on {host} port {args.port}: {e.strerror or e}")
+        return _no(f"cannot listen on {host} port {port}: {e.strerror or e}")
     except KeyboardInterrupt:
         pass
     return 0
@@ -239,8 +282,9 @@ def add_parser(sub) -> None:
                     "the workspace's files as resources and one prompt over MCP, in both eras of the protocol: on "
                     "stdin and stdout for an MCP client to start (it writes only to stderr itself), or with --http "
                     "at http://127.0.0.1:8000/mcp. read_file and list_files reach only the workspace: the current "
-                    "folder, or --workspace. It will not serve / or your home folder. When stdin closes, it finishes "
-                    "the calls it is working on, then exits; over HTTP, Ctrl-C stops it.")
+                    "folder, or --workspace, and never a hidden file (.env, .git/...). It will not serve / or your "
+                    "home folder, nor a folder holding it. When stdin closes, it finishes the calls it is working on, "
+                    "then exits; over HTTP, Ctrl-C stops it.")
     serve.add_argument("--workspace", metavar="FOLDER", help="the folder read_file and list_files may read "
                                                              "(default: the current folder)")
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP instead of stdin/stdout")
