@@ -652,18 +652,6 @@ def test_passed_needs_cases_all_ok_no_error_and_no_stub():
         "CheckResult('x', 1/2 cases passed)"
 
 
-def test_summary_gives_the_grader_every_result_of_this_kernel(monkeypatch):
-    monkeypatch.setattr(checks, "RESULTS", {})
-    checks.RESULTS["01.1"] = CheckResult("01.1", cases=[checks.CaseResult("a", True, "1", "1"),
-                                                        checks.CaseResult("b", False, "1", "2")])
-    checks.RESULTS["01.2"] = CheckResult("01.2", not_implemented=True)
-    checks.RESULTS["01.3"] = CheckResult("01.3", error="no such exercise")
-    assert json.loads(checks.summary()) == {
-        "01.1": {"passed": False, "not_implemented": False, "passed_cases": 1, "cases": 2, "error": None},
-        "01.2": {"passed": False, "not_implemented": True, "passed_cases": 0, "cases": 0, "error": None},
-        "01.3": {"passed": False, "not_implemented": False, "passed_cases": 0, "cases": 0, "error": "no such exercise"}}
-
-
 def test_only_string_ids_are_kept_in_results_and_quiet_prints_nothing(toy_exercise, capsys, monkeypatch):
     monkeypatch.setattr(checks, "RESULTS", {})
     check(None, double)   # not an id: an error row, nothing kept

@@ -13,6 +13,7 @@ import pytest
 from course_lib import default_tools
 from course_lib.courseware.checks import exercise
 from course_lib.courseware.exercises import stage11
+from course_lib.courseware.grader import CHECK_CALL
 from course_lib.courseware.grading import MARKER, ROOT, grade, make_exercise, solution_paths
 from course_lib.courseware.mcp_serve import refusal
 from course_lib.dispatch import dispatch
@@ -49,9 +50,12 @@ def test_each_exercise_has_a_solution_a_check_and_hidden_tests(path):
         assert prefix + "_check" in ids and prefix + "_hidden" in ids, ex
         source = nb.cells[ids.index(prefix)].source
         assert "### BEGIN SOLUTION" in source and "### END SOLUTION" in source
-        assert f'check("{ex}"' in nb.cells[ids.index(prefix + "_check")].source
-        hidden = nb.cells[ids.index(prefix + "_hidden")].source
-        assert hidden.lstrip().startswith("### BEGIN HIDDEN TESTS") and "assert" in hidden
+        check_cell = nb.cells[ids.index(prefix + "_check")].source
+        assert f'check("{ex}"' in check_cell
+        name = CHECK_CALL.search(check_cell)[2]   # the hidden-test cell runs solutions/hidden/stageNN.py's cases
+        assert nb.cells[ids.index(prefix + "_hidden")].source == (
+            "### BEGIN HIDDEN TESTS\nfrom course_lib.courseware.hidden import verify\n\n"
+            f'verify("{ex}", {name})   # the hidden cases of solutions/hidden/stage{ex[:2]}.py\n### END HIDDEN TESTS')
         assert len(exercise(ex).cases) >= 4, f"{ex} needs at least four cases"
 
 

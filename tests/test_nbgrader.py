@@ -51,7 +51,7 @@ STAGES = {
         },
         "wrong": {"04.1": False, "04.2": True, "04.3": False},
         "why": {"ex04_1_hidden": "the check of 04.1 above did not pass",
-                "ex04_3_hidden": "parse_action is course_lib's finished version"},
+                "ex04_3_hidden": "the answer to 04.3 ('parse_reply') is course_lib's finished version"},
     },
     "07": {
         "notebook": "07_scripted_model_exercises.ipynb",
@@ -62,7 +62,7 @@ STAGES = {
                              '"the failed calculator call should be flagged is_error"\n', ""),
         },
         "wrong": {"07.1": False, "07.2": True, "07.3": True, "07.4": False},
-        "why": {"ex07_1_hidden": "the script ran out",   # ModelError: the test emptied the caller's list
+        "why": {"ex07_1_hidden": "the model keeps its own list of replies",   # the hidden case that clears it
                 "ex07_4_hidden": "the check of 07.4 above did not pass"},
     },
 }
@@ -151,24 +151,6 @@ def _course_check(course, stage) -> dict:
     assert [Path(r["notebook"]).parts[-3] for r in reports] == list(STUDENTS), out
     return {student: {e["exercise"]: (e["passed"], e.get("points")) for e in r["exercises"]}
             for student, r in zip(STUDENTS, reports)}
-
-
-@pytest.mark.parametrize("path", sorted((ROOT / "solutions").glob("[0-9][0-9]_*_exercises.ipynb")),
-                         ids=lambda p: p.name[:2])
-def test_every_hidden_cell_first_asserts_the_check_passed_and_the_answer_is_own_work(path):
-    """What makes nbgrader's verdict `course check`'s: a failed check or a finished version fails the cell."""
-    nb = nbformat.read(path, as_version=4)
-    checks = {_grade_id(c): re.search(r"""check\(\s*"(\d\d\.\d+)"\s*,\s*(\w+)""", c.source) for c in nb.cells}
-    hidden = [c for c in nb.cells if _grade_id(c).endswith("_hidden")]
-    assert hidden
-    for cell in hidden:
-        found = checks[_grade_id(cell).replace("_hidden", "_check")]
-        ex, name = found[1], found[2]
-        assert ex == _exercise(_grade_id(cell))
-        head = cell.source.split("\n\n", 2)
-        assert head[0] == "### BEGIN HIDDEN TESTS\nfrom course_lib.courseware.checks import RESULTS as _RESULTS", head[0]
-        assert head[1].startswith(f'assert "{ex}" in _RESULTS and _RESULTS["{ex}"].passed, ') and \
-            f'assert not str(getattr({name}, "__module__", "")).startswith("course_lib"), ' in head[1], head[1]
 
 
 @pytest.mark.parametrize("stage", STAGES)

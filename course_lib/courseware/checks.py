@@ -140,18 +140,42 @@ def _expectation(case: Case) -> str:
     return _short(case.expected)
 
 
+@dataclass
+class Raised:
+    """What a case's call raised, as the judge sees it: the class's names with its bases' ("module.qualname",
+    most derived first) and the row's text ("raised ValueError: ...")."""
+    names: list[str]
+    text: str
+
+
+def raised(e: BaseException) -> Raised:
+    try:
+        got = " ".join(f"raised {type(e).__name__}: {e}".split())
+    except Exception:   # noqa: BLE001 - an exception whose __str__ raises
+        got = f"raised {type(e).__name__}"
+    return Raised([f"{c.__module__}.{c.__qualname__}" for c in type(e).__mro__],
+                  got if len(got) <= 70 else got[:69] + "…")
+
+
 def _evaluate(case: Case, candidate):
     """Run one case to its row (a CaseResult), or a _Stub. Runs in the case's thread; never raises."""
-    expected = _expectation(case)
     try:
         got = case.call(candidate)
     except NotImplementedError as e:
         return _stub_in(e)
     except BaseException as e:   # noqa: BLE001 - a learner's bug is a failed case, not a crash; also SystemExit
-        ok = case.raises is not None and isinstance(e, case.raises)
-        got = " ".join(f"raised {type(e).__name__}: {e}".split())
-        got = got if len(got) <= 70 else got[:69] + "…"
-        return CaseResult(case.label, ok, expected, got, "" if ok else case.hint)
+        return judge(case, error=raised(e))
+    return judge(case, got)
+
+
+def judge(case: Case, got=None, error: Raised | None = None) -> CaseResult:
+    """A case's row from what its call gave: ``got``, or the ``error`` it raised. The notebook's check() and the
+    grader (on what the worker observed, ``observe.decode``d) both judge here, so they agree."""
+    expected = _expectation(case)
+    if error is not None:
+        kind = case.raises
+        ok = kind is not None and f"{kind.__module__}.{kind.__qualname__}" in error.names
+        return CaseResult(case.label, ok, expected, error.text, "" if ok else case.hint)
     try:
         if case.raises is not None:
             ok = False
@@ -227,8 +251,9 @@ def _untouchable(step: Callable) -> None:
             pass
 
 
-def _run_case(case: Case, candidate, seconds: float):
-    """(row or _Stub, finished, stopped): run the case in a daemon thread and wait at most `seconds` for it.
+def _run_case(case: Case, candidate, seconds: float, evaluate=_evaluate):
+    """(row or _Stub, finished, stopped): run the case in a daemon thread and wait at most `seconds` for it;
+    ``evaluate(case, candidate)`` gives the row (the grader's worker passes ``observe.outcome`` instead).
 
     `finished` is False when the case ran out of time; `stopped` is False when its thread is still running.
     A KeyboardInterrupt while waiting (the learner pressed Stop) goes through, after stopping the thread.
@@ -243,7 +268,7 @@ def _run_case(case: Case, candidate, seconds: float):
     def work():
         row = None
         try:
-            row = _evaluate(case, candidate)
+            row = evaluate(case, candidate)
         except BaseException:   # noqa: BLE001 - only _Abandoned gets here: the case was given up already
             pass
         _untouchable(lambda: results.put(row))
@@ -260,7 +285,7 @@ def _run_case(case: Case, candidate, seconds: float):
     try:
         thread.start()
     except RuntimeError:   # no thread can be started (too many left running): run it here, without a limit
-        return _evaluate(case, candidate), True, True
+        return evaluate(case, candidate), True, True
     start = time.monotonic()
     try:
         try:
@@ -278,14 +303,18 @@ def _run_case(case: Case, candidate, seconds: float):
     finally:
         all_quiet()
     _restore(state)
+    return gave_up(case, seconds, stopped), False, stopped
+
+
+def gave_up(case: Case, seconds: float, stopped: bool) -> CaseResult:
+    """The row of a case that did not finish in ``seconds`` (``stopped``: its thread has ended)."""
     shown = f"{seconds:g}"
     status = ("so the check stopped it" if stopped else
               "and it may go on running in the background (restart the kernel if the notebook gets slow)")
     hint = (f"your code was still running after {shown} s, {status}: look for a loop that never ends. "
             f"For this case: {case.hint}")
-    row = CaseResult(case.label, False, _expectation(case),
-                     f"gave up after {shown} s: the code did not finish (an endless loop?)", hint)
-    return row, False, stopped
+    return CaseResult(case.label, False, _expectation(case),
+                      f"gave up after {shown} s: the code did not finish (an endless loop?)", hint)
 
 
 _WAITING = object()   # no row handed over yet
@@ -344,12 +373,19 @@ def exercise(exercise_id: str):
     return module.EXERCISES[exercise_id]
 
 
-def run_cases(exercise_id: str, candidate) -> CheckResult:
-    """Run exercise ``exercise_id``'s cases against ``candidate``; print nothing, never raise.
+def run_cases(exercise_id: str, candidate, cases: list[Case] | None = None) -> CheckResult:
+    """Run exercise ``exercise_id``'s cases (or ``cases``) against ``candidate``; print nothing, never raise.
 
     Each case gets ``CASE_SECONDS``; after ``GIVE_UP_AFTER`` cases that did not finish (or one whose
     thread could not be stopped), the remaining cases are reported as not run. ``RESULTS`` is not changed.
     """
+    own = getattr(candidate, "__qualname__", None) if isinstance(candidate, types.FunctionType) else None
+    return collect(exercise_id, lambda case: _run_case(case, candidate, CASE_SECONDS), cases, own)
+
+
+def collect(exercise_id: str, row_of, cases: list[Case] | None = None, own: str | None = None) -> CheckResult:
+    """The CheckResult of ``cases`` (the exercise's own by default), each row from ``row_of(case)``, which gives
+    (row or _Stub, finished, stopped); ``own`` is the candidate's function name, to tell its own stub apart."""
     result = CheckResult(exercise_id)
     try:
         spec = exercise(exercise_id)
@@ -362,18 +398,17 @@ def run_cases(exercise_id: str, candidate) -> CheckResult:
         return result
     result.title = spec.title
     try:
-        gave_up, cases = 0, list(spec.cases)
+        gave_up_on, cases = 0, list(spec.cases if cases is None else cases)
         for number, case in enumerate(cases):
-            row, finished, stopped = _run_case(case, candidate, CASE_SECONDS)
+            row, finished, stopped = row_of(case)
             if isinstance(row, _Stub):
                 result.not_implemented, result.cases = True, []
-                own = getattr(candidate, "__qualname__", None)
-                if isinstance(candidate, types.FunctionType) and not row.where.startswith(f"{own}."):
+                if own is not None and not row.where.startswith(f"{own}."):
                     result.stub = None if row.where == own else row.where.split(".")[-1]
                 break
             result.cases.append(row)
-            gave_up += not finished
-            if gave_up >= GIVE_UP_AFTER or not stopped:
+            gave_up_on += not finished
+            if gave_up_on >= GIVE_UP_AFTER or not stopped:
                 for rest in cases[number + 1:]:
                     result.cases.append(CaseResult(
                         rest.label, False, _expectation(rest), "not run: an earlier case did not finish",
@@ -471,13 +506,6 @@ def render_html(result: CheckResult) -> str:
             f"{' ✓ well done' if result.passed else ''}<table style='margin-top:4px'>"
             "<tr><th></th><th style='text-align:left'>case</th><th style='text-align:left'>expected</th>"
             f"<th style='text-align:left'>got</th></tr>{''.join(rows)}</table>{tail}</div>")
-
-
-def summary() -> str:
-    """All results of this kernel as JSON, for the grader."""
-    return json.dumps({k: {"passed": r.passed, "not_implemented": r.not_implemented,
-                           "passed_cases": sum(c.ok for c in r.cases), "cases": len(r.cases), "error": r.error}
-                       for k, r in RESULTS.items()})
 
 
 # ---------------------------------------------------------------- a check run before its solution cell

@@ -66,6 +66,21 @@ def linked_outside(f) -> str:
     return in_workspace(go)
 
 
+def refusal_of(f, *args) -> str:
+    """The message of the ToolError that ``f(*args)`` raises, or a note that it raised none."""
+    return refusal(lambda: f(*args))
+
+
+def in_a_workspace(f, *args, absolute: bool = False):
+    """``f(*args)`` in a fresh workspace; ``absolute``: the first argument, a path from ``root``, made absolute."""
+    return in_workspace(lambda root: f(str(root / args[0]), *args[1:]) if absolute else f(*args))
+
+
+def from_text(f, value: str, *args):
+    """``f(float(value), *args)``: a number the wire cannot carry as itself (nan), sent as text."""
+    return f(float(value), *args)
+
+
 DIVISOR_HINT = "check the divisor first: if it is 0, raise ToolError with a message for the model"
 SANDBOX_HINT = "resolve (Path.cwd() / path) and refuse it unless it is_relative_to the resolved Path.cwd()"
 RANGE_HINT = "start and end must be ints (not bool, not text) with 1 <= start <= end"

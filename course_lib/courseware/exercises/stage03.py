@@ -24,6 +24,32 @@ def outcome(call) -> str:
         return f"{type(e).__name__}: {e}"
 
 
+def given(f, *texts: str, source: str = ""):
+    """f(value) for each Python expression of ``texts`` in turn (``source`` defines names): the last result."""
+    space = dict(globals())
+    exec(compile(source, "<hidden case>", "exec", dont_inherit=True), space)
+    return [f(eval(text, space)) for text in texts][-1]
+
+
+def table_kept(f, *texts: str, source: str = "") -> tuple[str, str]:
+    """TYPE_SCHEMAS, the table ``f`` reads, as text before and after ``given(f, text, ...)`` for each text."""
+    before = repr(getattr(f, "__globals__", {}).get("TYPE_SCHEMAS"))
+    for text in texts:
+        try:
+            given(f, text, source=source)
+        except ValueError:   # a tool f refuses: the others are still described
+            pass
+    return before, repr(getattr(f, "__globals__", {}).get("TYPE_SCHEMAS"))
+
+
+def tools_kept(f, text: str, source: str = "") -> list:
+    """After f(tools), the tool set ``text`` makes: each name, with whether it still holds the same tool."""
+    tools = given(lambda value: value, text, source=source)
+    before = dict(tools)
+    f(tools)
+    return [(name, tools[name] is before.get(name)) for name in tools]
+
+
 # ---------------------------------------------------------------- sample tools for 03.2
 def plan_trip(city: str, travellers: list[str], nights: int = 1, budget: float = 250000.0,
               business: bool = True) -> str:

@@ -33,6 +33,11 @@ def _fields(result):
     return result.ok, result.tool, result.args
 
 
+def repeated(f, piece: str, times: int):
+    """``f(piece * times)``: a long text built where the answer runs, not sent."""
+    return f(piece * times)
+
+
 _ERROR = _message("error: ")
 NEEDS_TOOL = 'say that "tool" must be a non-empty string'
 NEEDS_ARGS = 'say that "args" must be a JSON object (a dict)'

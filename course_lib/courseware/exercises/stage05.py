@@ -46,6 +46,13 @@ def interrupted(f) -> str:
     return f"it was caught: returned {result!r}"
 
 
+def called_with(f, *texts: str, source: str = ""):
+    """f(*values), the values of the Python expressions ``texts`` (``source`` defines what they name)."""
+    space = dict(globals())
+    exec(compile(source, "<hidden case>", "exec", dont_inherit=True), space)
+    return f(*[eval(text, space) for text in texts])
+
+
 def _circular() -> dict:
     report = {"name": "report"}
     report["self"] = report

@@ -1,13 +1,13 @@
 """Stage 06 exercises: the loop itself, a stop on repeated calls, the step cap from the environment, transcripts."""
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tempfile
 from pathlib import Path
 
 from course_lib import default_tools
-from course_lib.agent import Agent
 from course_lib.courseware.checks import Case, Exercise
 from course_lib.describe import build_system_prompt
 from course_lib.courseware.scenarios import SCENARIOS
@@ -50,10 +50,13 @@ def _history(*replies) -> list[dict]:
     return messages
 
 
-def _agent_history(scenario, max_steps) -> list[dict]:
-    agent = Agent(default_tools(), ScriptedModel(scenario["replies"]), max_steps=max_steps)
-    agent.run(scenario["goal"])
-    return agent.history
+# Two real Agent runs (the scripted scenarios), recorded: the finished Agent is this stage's answer, so it is not
+# where the grader runs submissions (tests/test_hidden_cases.py checks the record against a run of today's Agent).
+RUNS = json.loads(Path(__file__).with_name("stage06_runs.json").read_text(encoding="utf-8"))
+
+
+def _agent_history(scenario: str, max_steps: int) -> list[dict]:
+    return copy.deepcopy(RUNS[f"{scenario}, max_steps={max_steps}"])
 
 
 def _with_env(value, call):
@@ -69,7 +72,7 @@ def _with_env(value, call):
             os.environ[VAR] = old
 
 
-def _error_text(f, value):
+def env_cap_error(f, value):
     """The message of the ValueError that f() raises with COURSE_MAX_STEPS=value ("" when it raises none)."""
     def call():
         try:
@@ -197,9 +200,9 @@ EXERCISES = {
              hint="a reply that is not a usable action is not the same call"),
         Case("three bad replies are no repeat", lambda f: f(_history("Hmm.", "Hmm.", "Hmm."), 3), expected=False,
              hint="an unusable reply is no call: check parsed.ok, or three failures look like one repeated call"),
-        Case("a real Agent run: repeat", lambda f: f(_agent_history(REPEAT, 4), 3), expected=True,
+        Case("a real Agent run: repeat", lambda f: f(_agent_history("repeat", 4), 3), expected=True,
              hint="the Agent's history has the same shape: system, goal, then assistant and user turns"),
-        Case("a real Agent run: price", lambda f: f(_agent_history(PRICE, 6), 3), expected=False,
+        Case("a real Agent run: price", lambda f: f(_agent_history("price", 6), 3), expected=False,
              hint="the price run makes different calls: False"),
         Case("history is None", lambda f: f(None, 3), expected=False,
              hint="a history that is not a list counts as empty: False"),
@@ -224,9 +227,9 @@ EXERCISES = {
         Case('"2.5"', lambda f: _with_env("2.5", f), raises=ValueError, hint="a cap is a whole number"),
         Case('"+5"', lambda f: _with_env("+5", f), raises=ValueError,
              hint="int() also reads '+5' and '1_000': check raw.isascii() and raw.isdigit() first"),
-        Case("the message says what", lambda f: _error_text(f, "ten"), test=lambda got: VAR in got and "ten" in got,
+        Case("the message says what", lambda f: env_cap_error(f, "ten"), test=lambda got: VAR in got and "ten" in got,
              shows="names COURSE_MAX_STEPS and 'ten'", hint="name the variable and the bad value"),
-        Case('the message for "²"', lambda f: _error_text(f, "²"), test=lambda got: VAR in got and "²" in got,
+        Case('the message for "²"', lambda f: env_cap_error(f, "²"), test=lambda got: VAR in got and "²" in got,
              shows="names COURSE_MAX_STEPS and '²'",
              hint="'²'.isdigit() is True and int('²') fails with its own message: add raw.isascii()"),
     ]),
@@ -252,3 +255,45 @@ EXERCISES = {
              hint="turn the history into JSON text before you create any file"),
     ]),
 }
+
+
+# ---- drivers: what `course check` runs for its hidden cases; each returns what the answer did, as plain data
+def loop(f, replies, goal="What is 24 times 7?", max_steps=6, error=None):
+    """The loop on a scripted model of `replies` (a scenario's name, or replies then a failing call with the
+    message `error`): (answer, history, the messages of every model call)."""
+    script = SCENARIOS[replies] if isinstance(replies, str) else [*replies, *[RuntimeError(error)] * bool(error)]
+    answer, history, model = _run(f, script, max_steps, goal)
+    return answer, history, model.calls
+
+
+def repeats(f, reply, times, limit):
+    """f on a history of the same `reply` `times` times (too long a history to send), with `limit`."""
+    return f(_history(*[reply] * times), limit)
+
+
+def env_cap(f, value, *args, **kwargs):
+    """f(*args, **kwargs) with COURSE_MAX_STEPS set to `value` (None: unset)."""
+    return _with_env(value, lambda: f(*args, **kwargs))
+
+
+def saves(f, steps):
+    """f(history, path) for each (history, path) of `steps` in a fresh folder (a path given as a list of parts is
+    passed as a Path): after each, what it returned (or "raised <class>") and every file there with its text."""
+    def go():
+        done = []
+        for history, path in copy.deepcopy(steps):
+            try:
+                got = f(history, Path(*path) if isinstance(path, list) else path)
+            except NotImplementedError:
+                raise
+            except Exception as e:   # noqa: BLE001 - what it raised is what the case judges
+                got = f"raised {type(e).__name__}"
+            done.append((got, {p.as_posix(): p.read_text(encoding="utf-8", errors="replace")
+                               for p in sorted(Path(".").rglob("*")) if p.is_file()}))
+        return done
+    return _in_temp(go)
+
+
+def save_once(f, history, path):
+    """f(history, path) in a fresh folder."""
+    return _in_temp(lambda: f(copy.deepcopy(history), path))

@@ -8,9 +8,11 @@ from ... import default_tools
 from ...agent import Agent
 from ..checks import Case, Exercise
 from ...models import ModelError, Reply, ScriptedModel, ToolCall
+from ...models.native import NATIVE
 from ..scenarios import SCENARIOS
 from ...models.base import ask as ask_model
 from ...parsing import parse_reply
+from ...tools import ToolError
 
 PRICE = SCENARIOS["price"]
 PRICE_ANSWER = json.loads(PRICE["replies"][-1])["args"]["answer"]
@@ -221,6 +223,8 @@ GIVE_UP = "finish: I could not find it."
 # Finished pieces the notebook hands over on purpose: 07.4 builds a test agent on the finished ScriptedModel
 # (07.1 is the learner's own queue model, and uses none).
 MAY_USE = {"07.4": {"ScriptedModel"}}
+# ... which is the finished version of 07.1's answer: when 07.1 is graded, the worker's ScriptedModel refuses.
+WITHHELD = {"07.1": {"ScriptedModel"}}
 
 EXERCISES = {
     "07.1": Exercise("A scripted model of your own", [
@@ -307,3 +311,126 @@ EXERCISES = {
              hint="assert stop_reason == 'model_error' when the script runs out"),
     ]),
 }
+
+
+# ---- drivers: what `course check` runs for its hidden cases; each returns what the answer did, as plain data
+def own_calls(cls):
+    """Two models, one call on the first: (the second's calls, how many calls the first recorded)."""
+    first, second = cls(["a"]), cls(["b"])
+    first.complete([{"role": "user", "content": "1"}])
+    return second.calls, len(first.calls)
+
+
+def session(cls, replies):
+    """A model of (a list of) `replies`, called once more than it has them, the messages growing and the list
+    cleared after call 1: {"returned": each call's reply (or "raised <class>"), "recorded": each call's length}."""
+    replies, messages, got = list(replies), [{"role": "user", "content": "hi"}], []
+    model = cls(replies)
+    for n in range(len(replies) + 1):
+        try:
+            got.append(model.complete(messages))
+        except NotImplementedError:
+            raise
+        except Exception as e:   # noqa: BLE001 - what it raised is what the case judges
+            got.append(f"raised {'ModelError' if isinstance(e, ModelError) else type(e).__name__}")
+        messages.append({"role": "user", "content": f"more {n}"})
+        replies.clear()
+    return {"returned": got, "recorded": [len(c) for c in model.calls]}
+
+
+def native_run(cls, goal, expression, answer):
+    """course_lib's Agent (native protocol) on a model of a calculator call for `expression`, then `answer` as
+    text: (the run's answer, the first tool call's observation)."""
+    model = cls([Reply(tool_calls=(ToolCall("calculator", {"expression": expression}, id="c1"),)), answer])
+    agent = Agent(default_tools(), model, max_steps=6, protocol=NATIVE)
+    return agent.run(goal), agent.trace[0].runs[0].observation.content
+
+
+def short_script(cls, n):
+    """course_lib's Agent on a model of the price script's first `n` replies: (stop reason, steps taken)."""
+    agent = run(cls(PRICE["replies"][:n]))
+    return agent.stop_reason, agent.steps
+
+
+def recovery_runs(f, goal):
+    """The learner's script run twice on `goal`: both histories, the first run's trace and answer, and the user
+    messages of its model's last call."""
+    def once():
+        model = ScriptedModel(f())
+        return run(model, goal), model
+    (agent, model), (again, _) = once(), once()
+    last = model.calls[-1] if model.calls else []
+    return {"history": agent.history, "again": again.history, "trace": agent.trace, "answer": agent.answer,
+            "told": [m.get("content") for m in last if m.get("role") == "user"]}
+
+
+def reply_to(f, messages):
+    """f's reply to a copy of `messages`, parsed: (tool, args), or ("unusable", the reply)."""
+    text = f(copy.deepcopy(messages))
+    parsed = parse_reply(text) if isinstance(text, str) else None
+    return (parsed.tool, parsed.args) if parsed and parsed.ok else ("unusable", text)
+
+
+def left_as(f, messages):
+    """The messages (a copy of `messages`) as f leaves them after one call."""
+    messages = copy.deepcopy(messages)
+    f(messages)
+    return messages
+
+
+def lookups(f, goal, tools=None):
+    """course_lib's Agent with f as its model on `goal` (tools: the default ones, or {"lookup": a lookup that
+    knows only tools["known"], with the fact tools["fact"], and lists tools["listed"] in its error}; with those,
+    repeat_limit=2): (answer, the topics looked up, steps)."""
+    def lookup(topic: str) -> str:
+        """Look up a fact.
+
+        Args:
+            topic: the topic to look up.
+        """
+        if topic == tools["known"]:
+            return tools["fact"]
+        raise ToolError(f"nothing is known about '{topic}'. Known topics: {tools['listed']}")
+    agent = Agent({"lookup": lookup} if tools else default_tools(), f, max_steps=6, repeat_limit=2 if tools else None)
+    agent.run(goal)
+    return agent.answer, [r.args.get("topic") for r in runs(agent)], len(agent.trace)
+
+
+class CrashesOnModelErrors(Agent):   # a model error escapes instead of ending the run cleanly
+    def step(self):
+        before, step = len(self.trace), super().step()
+        if step is not None and len(self.trace) > before and step.error and step.error.startswith("model error"):
+            raise RuntimeError(step.error)
+        return step
+
+
+class StopsOnToolErrors(Agent):   # a failing tool ends the run
+    def _take(self, reply, step):
+        super()._take(reply, step)
+        if any(r.observation.is_error for r in step.runs) and not self.done:
+            self._stop("tool_error", "Stopped: a tool failed.")
+
+
+class _AsFinish(Agent):   # a stop for ``reason`` reported as a finish
+    reason = ""
+
+    def _stop(self, reason, answer):
+        super()._stop("finish" if reason == self.reason else reason, answer)
+
+
+CapAsFinish = type("CapAsFinish", (_AsFinish,), {"reason": "max_steps"})
+ModelErrorAsFinish = type("ModelErrorAsFinish", (_AsFinish,), {"reason": "model_error"})
+
+
+BUGGY = {c.__name__: c for c in (IgnoresFinish, StopsOneStepEarly, CrashesOnModelErrors, StopsOnToolErrors,
+                                 CapAsFinish, ModelErrorAsFinish)}
+
+
+def verdict_on(t, name):
+    """verdict(t, the buggy agent class of that name)."""
+    return verdict(t, BUGGY[name])
+
+
+def on_agent(t, times):
+    """What t returns on course_lib's Agent, `times` times in a row."""
+    return [t(Agent) for _ in range(times)]

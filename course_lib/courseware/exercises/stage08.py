@@ -330,3 +330,73 @@ EXERCISES = {
              hint="build your own lists and dicts: never write into the chunks"),
     ]),
 }
+
+
+# ---- drivers of the hidden cases: calls arrive as [name, args, id], observations as [content, is_error]
+def _calls(data) -> list[ToolCall]:
+    return [ToolCall(name, args, id=id) for name, args, id in data]
+
+
+def _observations(data) -> list[Observation]:
+    return [Observation(content, is_error=is_error) for content, is_error in data]
+
+
+def openai_turn(f, text, calls, observations, after=False):
+    """f(text, calls, observations); after=True: the calls and observations as the call left them, as data."""
+    calls, observations = _calls(calls), _observations(observations)
+    got = f(text, calls, observations)
+    return ([[c.name, c.args, c.id] for c in calls], [[o.content, o.is_error] for o in observations]) if after else got
+
+
+def openai_turn_accepted(f, text, calls, observations, before, after) -> list[str]:
+    """What the stand-in refuses of the messages ``before``, then f(text, calls, observations), then ``after``."""
+    return standin_problems("openai", [*before, *f(text, _calls(calls), _observations(observations)), *after])
+
+
+def anthropic_results(f, calls, observations):
+    """f(calls, observations), both given as data."""
+    return f(_calls(calls), _observations(observations))
+
+
+def anthropic_results_accepted(f, goal, calls, observations) -> list[str]:
+    """What the stand-in refuses of ``goal``, the tool_use turn of ``calls`` and f(calls, observations)."""
+    asked = tool_use_turn(_calls(calls))
+    return standin_problems("anthropic", [goal, asked, f(_calls(calls), _observations(observations))])
+
+
+def responses_items(f, output, observations, after=False):
+    """f(output, observations); after=True: the output items as the call left them."""
+    output = copy.deepcopy(output)
+    got = f(output, _observations(observations))
+    return output if after else got
+
+
+def responses_accepted(f, observations) -> list[str]:
+    """responses_problems(f, observations), the observations given as data."""
+    return responses_problems(f, _observations(observations))
+
+
+def inputs_after(f, *args) -> list:
+    """Call f on copies of ``args``; the copies as the call left them."""
+    args = copy.deepcopy(args)
+    f(*args)
+    return list(args)
+
+
+def standin_reply(f, turn, cuts=None):
+    """f(the stand-in's stream of turn); with cuts, what f did with each stream[:k]: 'returned' or 'raised X'."""
+    stream = standin_chunks(turn)
+    if cuts is None:
+        return f(stream)
+    done = []
+    for k in cuts:
+        try:
+            f(copy.deepcopy(stream[:k]))
+            done.append("returned")
+        except NotImplementedError:
+            raise
+        except ValueError:
+            done.append("raised ValueError")
+        except Exception as e:   # noqa: BLE001 - a wrong answer's own error, reported as data
+            done.append(f"raised {type(e).__name__}")
+    return done

@@ -249,3 +249,23 @@ EXERCISES = {
         Case("nothing tried", lambda f: f([]), expected=[], hint="no calls: an empty list"),
     ]),
 }
+
+
+# ---- drivers of the hidden cases
+def on_copies(f, *args, **kwargs):
+    """f(*args, **kwargs) on deep copies: an answer that changes its input cannot spoil the case's data."""
+    return f(*copy.deepcopy(args), **copy.deepcopy(kwargs))
+
+
+def deeply_nested(f, text, levels, seen_texts, min_span):
+    """f(args, seen_texts, min_span), args being ``text`` nested ``levels`` deep as [{"next": ...}]."""
+    for _ in range(levels):
+        text = [{"next": text}]
+    return f(text, list(seen_texts), min_span)
+
+
+def inputs_after(f, *args) -> list:
+    """Call f on copies of ``args``; the copies as the call left them."""
+    args = copy.deepcopy(args)
+    f(*args)
+    return list(args)

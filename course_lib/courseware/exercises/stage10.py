@@ -207,6 +207,7 @@ RUN_HINT = "refuse a run of 32+ characters from A-Za-z0-9+/_=- that mixes upper 
 
 # Finished functions the notebook hands over on purpose: 10.2 may use split_steps (10.1 is its own version).
 MAY_USE = {"10.2": {"split_steps"}}
+WITHHELD = {"10.1": {"split_steps"}}   # when 10.1 is graded, the worker's split_steps refuses
 
 EXERCISES = {
     "10.1": Exercise("A history in whole steps", [
@@ -357,3 +358,60 @@ EXERCISES = {
         Case("limit=True", recalling("price", True), raises=ToolError, hint="True is an int: test type(limit) is int"),
     ]),
 }
+
+
+# ---- drivers of course check's hidden cases: they run where the answer runs and return what the grader judges
+def split_and_after(f, history) -> list:
+    """[what the function returned for a copy of ``history``, that copy afterwards]."""
+    history = copy.deepcopy(history)
+    return [f(history), history]
+
+
+def last_step_grown(f, history) -> list:
+    """Add a message to the last step returned: [len(history) afterwards, messages in the head and steps]."""
+    history = copy.deepcopy(history)
+    head, steps = f(history)
+    steps[-1].append(user("added"))
+    return [len(history), len(head) + sum(len(step) for step in steps)]
+
+
+def windows_and_after(f, history, most) -> list:
+    """[[f(history, keep) for keep = 0 … most], all on one copy of ``history``; that copy afterwards]."""
+    history = copy.deepcopy(history)
+    return [[f(history, keep) for keep in range(most + 1)], history]
+
+
+def refused_windows(f, history, most) -> list[str]:
+    """What the local stand-in refuses of each window, keep = 0 … most, sent as Anthropic and OpenAI requests."""
+    problems = []
+    for keep in range(most + 1):
+        kept = on_copy(f, history, keep)
+        for api, messages in (("anthropic", history_to_anthropic(kept)[1]), ("openai", history_to_openai(kept))):
+            problems += [f"keep={keep}, {api}: {p}" for p in standin_problems(api, messages)]
+    return problems
+
+
+def names_used(f) -> list[str]:
+    """The global names the function's code uses (co_names, its inner functions' too), sorted."""
+    names, codes = set(), [getattr(f, "__code__", None)]
+    while codes:
+        code = codes.pop()
+        if code is not None and hasattr(code, "co_names"):
+            names.update(code.co_names)
+            codes += [c for c in code.co_consts if hasattr(c, "co_names")]
+    return sorted(names)
+
+
+def refused(f, text) -> list:
+    """remember(text) on an empty table: ['ToolError', its message, the table after], or what came back."""
+    db = new_notes()
+    try:
+        got = f(db, text)
+    except ToolError as e:
+        return ["ToolError", str(e), saved(db)]
+    return ["no ToolError", got, saved(db)]
+
+
+def recall_in(f, notes, query, limit=None):
+    """recall(query, limit) on a table of ``notes``, as ``recalling`` runs it (a word if the table changed)."""
+    return recalling(query, limit, notes)(f)

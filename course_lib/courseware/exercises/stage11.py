@@ -452,3 +452,35 @@ EXERCISES = {
              hint="a schema is a dict: check isinstance(schema, dict), ValueError otherwise (no dict(schema))"),
     ]),
 }
+
+
+# ---- drivers of course check's hidden cases: they run where the answer runs and return what the grader judges
+def raw_scores(f, query, docs, **params):
+    """The learner's scores for copies of the query and the documents, as they came (not rounded)."""
+    return f(copy.deepcopy(query), copy.deepcopy(docs), **params)
+
+
+def ticked_and_after(f, todos, index, note) -> list:
+    """[the new plan, or 'ToolError' if refused; the copy of ``todos`` it was given, afterwards]."""
+    todos = copy.deepcopy(todos)
+    try:
+        got = f(todos, index, note)
+    except ToolError:
+        got = "ToolError"
+    return [got, todos]
+
+
+def walk_copy(f, tree):
+    """edges of a copy of ``tree``."""
+    return f(copy.deepcopy(tree))
+
+
+def one_leaf_twice(f, leaf):
+    """edges of a tree whose top node calls the very same ``leaf`` dict twice."""
+    return f({"agent": "o", "task": "g", "calls": [leaf, leaf]})
+
+
+def strict_and_after(f, schema) -> list:
+    """[strict_schema of a copy of ``schema``, that copy afterwards]."""
+    schema = copy.deepcopy(schema)
+    return [f(schema), schema]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 from ..checks import Case, Exercise
 
@@ -51,11 +52,15 @@ def results_untouched(f) -> str:
     return "unchanged" if results == runs({"a": "✓✗", "b": "✓✓"}) else "changed"
 
 
+# Real suites, recorded: what run_suite returned for the scripted solvers of eval_lab (transcripts and all). The
+# finished evaluation module is this stage's answer, so it is not where the grader runs submissions
+# (tests/test_hidden_cases.py checks the record against today's run_suite).
+RUNS = json.loads(Path(__file__).with_name("stage12_runs.json").read_text(encoding="utf-8"))
+
+
 def real_runs(f) -> dict:
     """Records as run_suite returns them (transcripts and all): careful on four tasks, twice each."""
-    from ...evaluation import load_tasks, run_suite
-    from ..eval_lab import careful
-    return f(run_suite(load_tasks()[:4], careful, repeat=2))
+    return f(copy.deepcopy(RUNS["careful, four tasks, twice"]))
 
 
 FLAKY = {"a": "✓✓✗", "b": "✓✓✓", "c": "✗✗✗"}
@@ -111,9 +116,7 @@ def both_untouched(f) -> str:
 
 
 def careful_then_sloppy(f) -> list:
-    from ...evaluation import load_tasks, run_suite
-    from ..eval_lab import careful, sloppy
-    return [r["task"] for r in f(run_suite(load_tasks(), careful), run_suite(load_tasks(), sloppy))]
+    return [r["task"] for r in f(copy.deepcopy(RUNS["careful"]), copy.deepcopy(RUNS["sloppy"]))]
 
 
 def drop(task: str, before: float, after: float | None) -> dict:
@@ -123,6 +126,43 @@ def drop(task: str, before: float, after: float | None) -> dict:
 SLOPPY_REGRESSIONS = ["unit-price-7", "trip-cap-ko", "refund-window-ko", "shipping-20-units", "support-hours-ko",
                       "order-with-shipping", "discount-12-units", "order-15-ko"]
 RECORD_HINT = "every run is a dict with a 'task' (text) and 'passed' (True or False): else raise ValueError"
+
+# ---- drivers of the hidden cases (course check): the answer runs on copies; they return what is judged
+def graded(f, check, answer):
+    """answer_passes on a copy of ``check``: (its verdict, the check afterwards)."""
+    mine = copy.deepcopy(check)
+    return f(mine, answer), mine
+
+
+def rated(f, results):
+    """pass_rates on a copy of ``results``: (its rates, the results afterwards)."""
+    mine = copy.deepcopy(results)
+    return f(mine), mine
+
+
+def judged_path(f, task, calls, steps, stop_reason):
+    """trajectory_problems on copies of ``task`` and ``calls``: (its problems, the task, the calls afterwards)."""
+    task, calls = copy.deepcopy(task), copy.deepcopy(calls)
+    return f(task, calls, steps, stop_reason), task, calls
+
+
+def looping_run(f, task, max_steps):
+    """trajectory_problems of a real run: a scripted model that looks the unit price up until the step cap."""
+    from ... import default_tools
+    from ...agent import Agent
+    from ...models import ScriptedModel
+    from ..plots import timeline_data
+    reply = json.dumps({"tool": "lookup", "args": {"topic": "unit price"}})
+    agent = Agent(default_tools(), ScriptedModel([reply] * max_steps), max_steps=max_steps)
+    agent.run(task["goal"])
+    return f(copy.deepcopy(task), timeline_data(agent), agent.steps, agent.stop_reason)
+
+
+def regressed(f, old, new):
+    """regressions on copies of ``old`` and ``new``: (its rows, old and new afterwards)."""
+    old, new = copy.deepcopy(old), copy.deepcopy(new)
+    return f(old, new), old, new
+
 
 EXERCISES = {
     "12.1": Exercise("Does the answer pass its check?", [

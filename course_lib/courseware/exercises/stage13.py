@@ -112,6 +112,47 @@ OTHERS_ARE_INTEGERS = {"type": "object", "properties": {"city": {"type": "string
                        "additionalProperties": {"type": "integer"}}
 PATH_HINT = "each sentence starts with the path of the value at fault: arguments, arguments.city, arguments.guests[1]"
 
+# ---- drivers of the hidden cases (course check): the answer runs on copies; they return what is judged
+def read_result(f, result):
+    """from_mcp_result on a copy of ``result``: (its answer, the result afterwards)."""
+    mine = copy.deepcopy(result)
+    return f(mine), mine
+
+
+def echo(text: str, times: int = 1) -> str:
+    """Repeat the text.
+
+    Args:
+        text: what to repeat
+        times: how often
+    """
+    if times > 3:
+        raise ValueError("at most 3 times")
+    return text * times
+
+
+def registry(name: str) -> dict:
+    """A fresh registry of tools, by name: "default", "echo", "echo and calculator" or "none"."""
+    return {"default": dict(TOOLS), "echo": {"echo": echo}, "none": {},
+            "echo and calculator": {"echo": echo, "calculator": TOOLS["calculator"]}}[name]
+
+
+def replied(f, message, tools):
+    """jsonrpc_reply to a copy of ``message``, with the registry named ``tools``: its answer."""
+    return f(copy.deepcopy(message), registry(tools))
+
+
+def checked(f, schema, value, **where):
+    """schema_problems on copies: (its problems, the schema and the value afterwards)."""
+    schema, value = copy.deepcopy(schema), copy.deepcopy(value)
+    return f(schema, value, **where), schema, value
+
+
+def checked_number(f, schema, number: str):
+    """schema_problems of ``float(number)`` ("inf", "nan": values a case cannot send as data)."""
+    return f(copy.deepcopy(schema), float(number))
+
+
 EXERCISES = {
     "13.1": Exercise("A tool's result, as text for the model", [
         Case("one text block", lambda f: read(f, {"content": [text("168")], "isError": False}), expected=("168", False),
