@@ -60,7 +60,12 @@ def workspace(tmp_path, monkeypatch):
 # that every test using a fixture shared across tests is named here or uses one of the cheap ones it lists.
 SHARED = ("tests/test_nbgrader.py",                                                      # an nbgrader course
           "tests/test_browser.py",                                                       # JupyterLab and Chromium
-          "tests/test_grading_cheats.py::test_a_trick_in_an_answer_cell_changes_nothing")   # one batch grade
+          "tests/test_judge_cheats.py",                                                  # two batch grades
+          "tests/test_grading_cheats.py::test_a_trick_in_an_answer_cell_changes_nothing",   # one batch grade
+          "tests/test_grading_cheats.py::test_an_answer_that_reaches_into_the_interpreter_runs_earns_nothing_and_"
+          "the_notes_say_what_it_reached_for",                                              # and another
+          "tests/test_grading_cheats.py::test_an_answer_that_reaches_a_finished_function_earns_no_mark_however_it_"
+          "gets_there")                                                                   # and a third
 
 
 def work_unit(nodeid: str) -> str:

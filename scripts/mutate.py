@@ -43,19 +43,19 @@ BEGIN, END = "<!-- mutate:begin -->", "<!-- mutate:end -->"
 GRADER_CHEATS = """
 test_a_plain_import_is_judged_by_its_modules_not_as_names_taken_from_one
 test_the_refusal_does_not_touch_honest_answers test_a_fifo_or_a_device_is_not_read
-test_round_two_ways_around_the_refusal_are_refused test_a_judge_reply_in_another_shape_fails_the_notebook
+test_round_two_ways_around_the_refusal_are_refused test_a_forged_reply_with_more_outcomes_than_cases_fails_the_notebook
 test_report_lines_carry_no_terminal_control_characters
 test_sqlite_cursor_methods_are_allowed_but_starting_a_program_is_not
 test_round_three_ways_to_reach_a_finished_module_are_refused
-test_an_answer_that_reaches_a_finished_function_is_caught_however_it_gets_there
-test_honest_answers_and_what_an_exercise_hands_over_are_not_borrowing
+
+
 test_stage_11_answers_may_not_import_the_finished_patterns
 test_stage_11_answers_may_use_earlier_stages_and_the_tokenizer_the_setup_cell_hands_over
-test_a_module_kept_in_an_instance_or_code_from_outside_the_notebook_is_borrowing
-test_honest_answers_using_the_standard_library_and_earlier_stages_are_not_borrowing
+
+
 test_round_four_and_five_ways_around_the_grader_are_refused_saying_why
 test_items_of_the_answer_s_own_containers_may_still_be_set
-test_the_judge_undoes_a_patched_json_and_a_patched_shell
+
 test_assemble_takes_only_the_answer_cells_and_names_each_kind_of_tampering
 test_assemble_notes_added_cells_and_edited_locked_cells_and_runs_the_originals
 test_assemble_stubs_a_solution_region_left_in_a_set_up_cell
@@ -70,8 +70,8 @@ test_a_grade_passes_with_every_exercise_and_no_reason_and_adds_up_points
 test_the_report_shows_notes_the_reason_and_five_failing_rows_with_hints
 test_paths_in_the_report_are_relative_when_inside_the_current_folder
 test_the_kernel_s_environment_has_no_keys_a_closed_proxy_and_a_scratch_home
-test_the_judge_expression_runs_with_the_real_builtins_whatever_the_namespace_holds
-test_a_judge_reply_is_kept_only_in_the_shape_the_grader_sent
+
+test_the_worker_s_outcomes_are_kept_in_the_shape_asked_for test_a_reply_in_another_shape_is_dropped test_a_reply_too_large_or_not_json_or_not_a_reply_is_dropped
 test_grade_builds_the_result_from_what_the_run_observed
 test_grade_marks_what_a_failed_run_left_ungraded_with_its_reason
 test_grade_reads_no_file_that_is_not_a_small_regular_notebook
@@ -80,17 +80,17 @@ test_grade_all_keeps_the_order_regrades_what_a_dead_worker_took_and_reports_prog
 test_grade_all_runs_jobs_workers_at_once test_course_check_exit_statuses_and_text_report_in_process
 test_course_check_json_report_in_process
 test_bare_course_check_grades_the_committed_exercise_notebook_of_the_stage
-test_run_resets_before_each_trusted_cell_then_asks_the_judge
+test_run_executes_every_cell_then_asks_the_worker_once_for_every_outcome
 test_run_stops_at_a_cell_the_interrupt_could_not_stop_and_names_it
 test_run_goes_on_after_a_timeout_the_interrupt_ended
-test_run_fails_the_notebook_when_the_judge_fails_or_answers_in_another_shape
+test_run_fails_the_notebook_when_the_worker_sends_no_outcomes_or_outcomes_in_another_shape
 test_run_reports_a_dead_kernel_a_kernel_that_never_started_and_capped_output
 test_run_gives_the_whole_notebook_four_timeouts_and_thirty_seconds
 test_the_observing_client_keeps_each_cell_s_status_and_caps_output
 test_silent_requests_have_no_history_and_their_own_timeout
 test_course_check_sends_each_progress_line_out_at_once_and_uses_the_solutions_folder
 test_an_answer_may_import_earlier_stages_but_not_its_own_in_the_assembled_notebook
-test_judge_never_passes_an_exercise_whose_hidden_tests_are_not_in_the_trusted_notebook
+test_judge_never_passes_an_exercise_without_hidden_cases_and_gives_none_without_a_hidden_test_cell test_a_lying_worker_s_claims_count_only_against_an_answer test_an_honest_notebook_observed_as_the_worker_does_passes_and_a_stub_does_not test_grade_is_a_grader_error_when_the_hidden_cases_cannot_be_read
 test_run_passes_each_cell_and_the_client_along_and_survives_a_scratch_folder_it_cannot_delete
 """
 GRADER_EXERCISES = """
@@ -141,10 +141,8 @@ TARGETS: dict[str, list[str]] = {
     "course_lib/courseware/grader.py": [f"tests/test_grading_cheats.py::{name}" for name in GRADER_CHEATS.split()]
                                         + [f"tests/test_exercises.py::{name}" for name in GRADER_EXERCISES.split()],
     "course_lib/courseware/notebook_marks.py": ["tests/test_notebook_marks.py"],
-    "course_lib/courseware/hidden_asserts.py": ["tests/test_hidden_asserts.py"],   # hidden tests that say what failed
-    # sent into the kernel as source; measured where the tests import them and run them in-process
-    "course_lib/courseware/kernel_judge.py": ["tests/test_kernel_code.py"],
-    "course_lib/courseware/kernel_borrows.py": ["tests/test_kernel_code.py"],
+    "course_lib/courseware/observe.py": ["tests/test_observe.py"],   # the wire between the worker and the judge
+    "course_lib/courseware/worker_lib.py": ["tests/test_worker_lib.py"],   # what the worker keeps of finished code
 }
 
 # What the scratch copy needs besides course_lib and tests: the tests read the workspace, fixtures and lessons.

@@ -1,15 +1,25 @@
 """`course check` as a mischievous student would try it, and as an instructor with a class runs it.
 
 Every trick here once turned a wrong or empty stage-04 notebook into a pass, hid a failure, or disturbed the
-grading of the next notebook. Each must now fail with a reason, and the batch must go on. The submissions
+grading of the next notebook. Each must now earn no mark, with a reason, and the batch must go on. The submissions
 are built from the real exercise notebook (nothing solved) or the real solution notebook (everything solved),
 so the tricks meet the grader exactly as a learner's file would.
+
+The tricks run: the answers run in a worker (a sandboxed kernel), and ``refusal`` only adds a note saying what an
+answer reached for. They earn nothing because the grader judges each case's outcome itself, outside the worker,
+against expectations the worker never sees, and because under bubblewrap the worker's finished modules of the
+graded stage hold nothing to borrow. The second half tests the grader's own logic in-process (assembling, the
+shape of the worker's reply, judging, reporting, and ``run`` and ``grade`` with fake clients), without a kernel.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import hashlib
+import io
 import json
+import shutil
 import socket
 import subprocess
 import sys
@@ -20,9 +30,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course_lib.courseware import sandbox
+from course_lib.courseware import checks, grader as _grader, hidden as hidden_cases, observe, sandbox
 from course_lib.courseware.grader import Grade, grade, grade_all
-from course_lib.courseware.hidden_asserts import explained
 from course_lib.courseware.grading import ROOT
 
 STAGE = "04"
@@ -113,10 +122,14 @@ def tricks(tmp_path_factory):
 
 @pytest.mark.parametrize("name", list(TRICKS_IN_AN_ANSWER))
 def test_a_trick_in_an_answer_cell_changes_nothing(tricks, name):
+    """Each trick runs (the refusal is advice): the stub it sits beside stays a stub, judged outside the worker,
+    and the report's notes say what the trick reached for."""
     g = tricks[name]
-    assert not g.passed and all(not e.passed for e in g.exercises), g.as_dict()
-    detail = by_exercise(g)["04.1"].detail   # refused before it ran, or ran and changed nothing
-    assert detail.startswith("refused:") or detail == "not implemented yet" or "cases passed" in detail
+    assert not g.passed and not any(e.passed or e.points for e in g.exercises), g.as_dict()
+    assert by_exercise(g)["04.1"].detail == "not implemented yet", g.as_dict()
+    why = _grader.refusal(TRICKS_IN_AN_ANSWER[name], STAGE)
+    assert why is None or any(n.startswith(f"answer cell 'ex04_1': {why}; ") and n.endswith("it ran all the same")
+                              for n in g.notes), g.notes
 
 
 # -- the locked cells are the grader's ----------------------------------------------------------------------------
@@ -167,11 +180,18 @@ def test_cells_a_student_adds_are_not_run(tmp_path):
 
 
 def test_a_reexported_finished_version_is_not_a_solution(tmp_path):
+    """Under bubblewrap the worker's course_lib.parsing has no parse_reply, so the import fails and the answer is
+    missing; without it the import works, and the answer is course_lib's own. Either way: no mark, and a note."""
     nb = load(EXERCISE)
     cell(nb, "ex04_3").source = "from course_lib.parsing import parse_reply as parse_action\n"
     g = grade(save(nb, tmp_path, "reexport"), STAGE, timeout=120)
     ex = by_exercise(g)["04.3"]
-    assert not ex.passed and "imports course_lib.parsing, the finished version of this stage" in ex.detail
+    assert not ex.passed and ex.points == 0, ex
+    assert ex.detail == ("your answer cell defines no `parse_action`" if FULL else
+                         "`parse_action` is course_lib's finished version (course_lib.parsing), not your own: the "
+                         "exercise asks you to write it"), ex.detail
+    assert g.notes == ["answer cell 'ex04_3': it imports course_lib.parsing, the finished version of this stage or a "
+                       "later one; no exercise needs that (see the notebook's note on imports); it ran all the same"]
 
 
 # -- isolation ---------------------------------------------------------------------------------------------------
@@ -182,7 +202,8 @@ def test_the_solutions_and_git_history_are_out_of_reach(tmp_path):
     (scratch / "work").mkdir(parents=True)
     probe = ("import os, subprocess\n"
              f"print(os.listdir({str(ROOT / 'solutions')!r}), os.path.exists({str(ROOT / '.git' / 'HEAD')!r}),\n"
-             f"      subprocess.run(['git', '-C', {str(ROOT)!r}, 'show', 'HEAD:solutions'], capture_output=True).returncode)")
+             f"      subprocess.run(['git', '-C', {str(ROOT)!r}, 'show', 'HEAD:solutions'],\n"
+             "                     capture_output=True).returncode)")
     hidden = [ROOT / "solutions", ROOT / ".git"]
     command = sandbox.wrapper("bubblewrap", scratch, hidden) + [sys.executable, "-c", probe]
     seen = subprocess.run(command, capture_output=True, text=True, timeout=60).stdout.split()
@@ -197,7 +218,8 @@ def test_a_submission_cannot_change_the_next_grade(tmp_path):
     answer(writer, "ex04_1", """
 import pathlib, course_lib
 root = pathlib.Path(course_lib.__file__).parent.parent
-for target in [root / "solutions" / "04_parsing_replies_exercises.ipynb", root / "course_lib" / "courseware" / "checks.py"]:
+for target in [root / "solutions" / "04_parsing_replies_exercises.ipynb",
+               root / "course_lib" / "courseware" / "checks.py"]:
     try:
         target.write_text("# replaced")
     except OSError as e:
@@ -254,7 +276,7 @@ def test_one_batch_with_every_kind_of_failure_grades_the_honest_one(tmp_path):
         return nb
     honest = save(load(SOLUTION), tmp_path, "honest")
     batch = {
-        # os.abort is not refused (it harms only its own notebook): the batch must hold anyway
+        # os.abort, which the refusal does not even name, ends only its own notebook's kernel: the batch holds
         "dead": save(exercise_with("import os\nos.abort()"), tmp_path, "dead"),
         "endless": save(exercise_with("while True:\n    pass"), tmp_path, "endless"),
         "stubborn": save(exercise_with("import time\nwhile True:\n    try:\n        time.sleep(60)\n"
@@ -267,7 +289,8 @@ def test_one_batch_with_every_kind_of_failure_grades_the_honest_one(tmp_path):
         "honest": honest,
     }
     Path(batch["not json"]).write_text("this is not a notebook")
-    result = subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "check", STAGE, "--json", "--timeout", "10",
+    result = subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "check", STAGE, "--json",
+                             "--timeout", "10",
                              "--jobs", "4", *batch.values()], capture_output=True, text=True, timeout=600,
                             cwd=tmp_path)
     assert result.returncode == 1, result.stderr
@@ -300,7 +323,8 @@ def test_text_mode_prints_relative_paths_progress_and_failing_rows(tmp_path):
 
 
 def test_exit_statuses_for_usage_and_grader_errors(tmp_path):
-    run = lambda *a: subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "check", *a], capture_output=True,
+    run = lambda *a: subprocess.run([sys.executable, "-m", "course_lib.courseware.cli", "check", *a],
+                                    capture_output=True,
                                     text=True, timeout=120, cwd=tmp_path)
     assert run("4x").returncode == 2                                   # not a stage
     assert run(STAGE, "--solutions", str(tmp_path)).returncode == 3    # no solution notebook there
@@ -312,6 +336,7 @@ def test_solutions_kept_outside_the_repository(tmp_path):
     outside = tmp_path / "instructor"
     outside.mkdir()
     (outside / SOLUTION.name).write_bytes(SOLUTION.read_bytes())
+    shutil.copytree(ROOT / "solutions" / "hidden", outside / "hidden")   # the hidden cases live beside it
     g = grade(str(SOLUTION), STAGE, solutions_dir=outside, timeout=120)
     assert g.passed
 
@@ -416,14 +441,55 @@ REACHING_IN = {
 }
 
 
+JSON_PATCHED = "patching an imported module"   # the kernel writes its own messages with json: they are garbage
+
+
+@pytest.fixture(scope="module")
+def reaching_in(tmp_path_factory):
+    """Each attack of REACHING_IN after the stub of 04.1 in the solved notebook, graded as one batch; the attack
+    that breaks the kernel's messages in a batch of its own (see the xfail test below: it can disturb the next
+    grades of the process that graded it)."""
+    folder = tmp_path_factory.mktemp("reaching")
+    stub = cell(load(EXERCISE), "ex04_1").source
+    paths = {}
+    for n, (name, code) in enumerate(REACHING_IN.items()):
+        nb = load(SOLUTION)
+        cell(nb, "ex04_1").source = stub + "\n" + code
+        paths[name] = save(nb, folder, f"reach{n}")
+    rest = [name for name in paths if name != JSON_PATCHED]
+    grades, problems = grade_all([paths[name] for name in rest], STAGE, timeout=120, jobs=2)
+    alone, more = grade_all([paths[JSON_PATCHED]], STAGE, timeout=120, jobs=1)
+    assert problems == [] and more == []
+    return {**dict(zip(rest, grades)), JSON_PATCHED: alone[0]}
+
+
+@needs_full   # "another process" kills the kernel's parent: only in the sandbox is that no process of the grader
 @pytest.mark.parametrize("name", list(REACHING_IN))
-def test_an_answer_that_reaches_into_the_interpreter_is_refused_before_it_runs(tmp_path, name):
-    nb = load(SOLUTION)   # solved: only the refusal can fail it
-    answer(nb, "ex04_1", REACHING_IN[name])
-    g = grade(save(nb, tmp_path, "reach"), STAGE, timeout=120)
-    ex = by_exercise(g)
-    assert not ex["04.1"].passed and ex["04.1"].detail.startswith("refused: answer cell 'ex04_1' was not run")
-    assert ex["04.2"].passed
+def test_an_answer_that_reaches_into_the_interpreter_runs_earns_nothing_and_the_notes_say_what_it_reached_for(
+        reaching_in, name):
+    g = reaching_in[name]
+    assert not any(e.exercise == "04.1" and (e.passed or e.points) for e in g.exercises), g.as_dict()
+    if name == JSON_PATCHED:   # the notebook fails as a whole
+        assert g.reason and not g.passed, g.as_dict()
+        return
+    assert g.reason == "" and by_exercise(g)["04.1"].detail == "not implemented yet", g.as_dict()
+    why = _grader.refusal(REACHING_IN[name], STAGE)
+    assert g.notes == [f"answer cell 'ex04_1': {why}; no exercise needs that (see the notebook's note on imports); "
+                       "it ran all the same"], g.notes
+
+
+def test_a_kernel_whose_messages_cannot_be_read_is_a_failed_notebook_not_a_crash(tmp_path):
+    """In a process of its own: what the escaped exception leaves behind disturbs the process that graded it."""
+    nb = load(EXERCISE)
+    answer(nb, "ex04_1", REACHING_IN[JSON_PATCHED])
+    path = save(nb, tmp_path, "garbled")
+    script = ("import json, sys\nfrom course_lib.courseware.grader import grade\n"
+              "print(json.dumps(grade(sys.argv[1], '04', timeout=60).as_dict()))")
+    done = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    g = json.loads(done.stdout)
+    assert g["reason"] and not g["passed"] and g["points"] == 0
 
 
 def test_the_refusal_does_not_touch_honest_answers():
@@ -460,20 +526,17 @@ def test_round_two_ways_around_the_refusal_are_refused(name):
     assert refusal(ROUND_TWO[name], "04") is not None
 
 
-def test_a_judge_reply_in_another_shape_fails_the_notebook():
-    """Even a reply forged inside the kernel must carry every trusted case label, in order."""
-    from course_lib.courseware.checks import exercise
-    from course_lib.courseware.grader import _trusted_shape
-    candidates = {"04.1": "validate_action"}
-    rows = [{"label": c.label, "ok": True, "expected": "", "got": "", "hint": ""} for c in exercise("04.1").cases]
-
-    def reply(found):
-        return {"data": {"text/plain": repr(json.dumps(found))}}
-    honest = {"04.1": {"defined": True, "module": "__main__", "result": {"cases": rows}}}
-    assert _trusted_shape(reply(honest), candidates) == honest
-    forged = {"04.1": {"defined": True, "module": "__main__", "result": {"cases": rows[:1]}}}
-    for bad in (forged, [1], {"04.1": "yes"}, {}):
-        assert _trusted_shape(reply(bad), candidates) is None
+def test_a_forged_reply_with_more_outcomes_than_cases_fails_the_notebook():
+    """Even a reply forged inside the worker must be in the shape the grader asked for: an outcome for a case
+    nobody asked about, or an exercise nobody asked for, and the whole reply is dropped."""
+    plan = _plan("04.1")
+    honest = {"04.1": _honest("04.1")}
+    assert _grader._outcomes(_reply(honest), plan) == honest
+    one_more = {"kind": "value", "value": None}
+    for forged in ({"04.1": {**honest["04.1"], "public": honest["04.1"]["public"] + [one_more]}},
+                   {"04.1": {**honest["04.1"], "hidden": honest["04.1"]["hidden"] + [one_more]}},
+                   {**honest, "04.2": {"defined": False}}, [1], {"04.1": "yes"}, {}):
+        assert _grader._outcomes(_reply(forged), plan) is None, forged
 
 
 def test_report_lines_carry_no_terminal_control_characters():
@@ -482,6 +545,35 @@ def test_report_lines_carry_no_terminal_control_characters():
         {"label": "\x1b]0;title\x07row", "expected": "\x9b1m", "got": "ok", "hint": ""}])])
     text = "\n".join(_lines(g))
     assert "\x1b" not in text and "\x07" not in text and "\x9b" not in text and "\\x1b" in text
+
+
+def test_a_report_line_cannot_be_split_into_fake_lines():
+    """A newline, a tab, a carriage return or a Unicode line separator in a message, a note or a row would let a
+    submission plant lines of its own (`✓ 04.2  passed`) in the instructor's report: each is shown escaped."""
+    from course_lib.courseware.grader import ExerciseGrade, _lines
+    fake = "\n    ✓ 04.2  11/11 cases passed\r\t\u2028\u2029\x85"
+    g = Grade("x.ipynb", STAGE, [ExerciseGrade("04.1", False, "raised ValueError: " + fake, failing=[
+        {"label": "row" + fake, "expected": fake, "got": fake, "hint": fake}])], notes=["note" + fake],
+        reason="reason" + fake)
+    lines = _lines(g)
+    assert len(lines) == 4 and all(len(line.splitlines()) == 1 for line in lines), lines
+    assert not any(c in "\n".join(lines) for c in "\r\t\u2028\u2029\x85")
+    assert lines[0] == "    note: note\\x0a    ✓ 04.2  11/11 cases passed\\x0d\\x09\\x2028\\x2029\\x85"
+
+
+def test_the_progress_line_shows_a_notebook_path_escaped(monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(sandbox, "isolation", lambda: "none")
+    monkeypatch.chdir(tmp_path)
+    name = "a\n[2/2] b.ipynb: passed\x1b[2K.ipynb"
+    failed = Grade(name, STAGE, [_grader.ExerciseGrade("04.1", False, "bad", 0, 2)])
+
+    def fake_all(notebooks, stage, *, solutions_dir, timeout, jobs, on_done):
+        on_done(0, failed, None)
+        return [failed], []
+    monkeypatch.setattr(_grader, "grade_all", fake_all)
+    assert _grader.cmd_check(_args(notebooks=[name])) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "[1/1] a\\x0a[2/2] b.ipynb: passed\\x1b[2K.ipynb: failed" and len(out) == 4, out
 
 
 @needs_full
@@ -511,7 +603,7 @@ def test_sqlite_cursor_methods_are_allowed_but_starting_a_program_is_not():
 
 
 # -- a third round: a student who borrows the finished version of stages 09 and 10 -------------------------------
-ROUND_THREE_REFUSED = {   # stage, answer: refused before it runs
+ROUND_THREE_REFUSED = {   # stage, answer: what refusal() names (advice in the report; the answer still runs)
     "the package bound by importing a submodule": ("10", "import course_lib.tools\n_t = course_lib.trim_window"),
     "the package name itself": ("10", "_t = course_lib.trim_window"),
     "a later stage's module": ("09", "from course_lib.memory import trim_window"),
@@ -528,55 +620,97 @@ def test_round_three_ways_to_reach_a_finished_module_are_refused(name):
     assert refusal(source, stage) is not None
 
 
-def _borrows_in(source: str, stage: str, may_use=()):
-    """Run the judge's `_borrows` on the function or class `answer` defined by ``source`` as a notebook would."""
-    from course_lib.courseware.grader import BORROWS, finished
-    space = {"__name__": "__main__", "FINISHED": finished(stage)}
-    exec(BORROWS, space)
-    notebook = {"__name__": "__main__"}
-    exec(source, notebook)
-    return space["_borrows"](notebook["answer"], set(may_use))
-
-
+# Answers to 04.3 that are right only because they call course_lib's finished parse_reply, each by another route.
+# In the worker of stage 04 (under bubblewrap) course_lib/parsing.py holds only what the notebook hands out, so
+# every route finds nothing: the import fails, or the call does.
 BORROWING = {
-    "a wrapper": "from course_lib.memory import split_steps\ndef answer(h):\n    return split_steps(h)",
-    "a default argument": "from course_lib.memory import split_steps\nanswer = lambda h, _f=split_steps: _f(h)",
-    "a partial": "import functools\nfrom course_lib.memory import split_steps\nanswer = functools.partial(split_steps)",
-    "an alias two helpers deep": ("from course_lib.memory import trim_window as _w\ndef _a(h):\n    return _w(h, keep_last=2)"
-                                  "\ndef answer(h, k):\n    return [m for m in _a(h)]"),
-    "a closure": ("from course_lib.safety import Taint\ndef make():\n    t = Taint()\n    def answer(a):\n"
-                  "        return t.find(a)\n    return answer\nanswer = make()"),
-    "a subclass": "from course_lib.memory_store import MemoryStore\nclass answer(MemoryStore):\n    pass",
-    "a method's body": ("from course_lib.control import handoff_note\nclass answer:\n    def go(self, s):\n"
-                        "        return handoff_note(None, '', '', s)"),
+    "a re-export": "from course_lib.parsing import parse_reply as parse_action\n",
+    "a wrapper": "from course_lib.parsing import parse_reply\ndef parse_action(text):\n    return parse_reply(text)\n",
+    "a default argument": ("from course_lib.parsing import parse_reply\n"
+                           "parse_action = lambda text, _f=parse_reply: _f(text)\n"),
+    "a partial": ("import functools\nfrom course_lib.parsing import parse_reply\n"
+                  "parse_action = functools.partial(parse_reply)\n"),
+    "an alias two helpers deep": ("from course_lib.parsing import parse_reply as _p\n"
+                                  "def _a(text):\n    return _p(text)\n"
+                                  "def parse_action(text):\n    return _a(text)\n"),
+    "a closure": ("from course_lib.parsing import parse_reply\ndef make():\n    parse = parse_reply\n"
+                  "    def parse_action(text):\n        return parse(text)\n    return parse_action\n"
+                  "parse_action = make()\n"),
+    "a subclass, to its module": ("from course_lib.parsing import TextProtocol\n"
+                                  "class _Reader(TextProtocol):\n    pass\n"
+                                  "def parse_action(text):\n"
+                                  "    return _Reader.read.__globals__['parse_reply'](text)\n"),
+    "a method's body": ("class _Parser:\n    def go(self, text):\n        from course_lib.parsing import parse_reply\n"
+                        "        return parse_reply(text)\nparse_action = _Parser().go\n"),
+    "a module kept in an instance": ("import importlib\nclass _Box:\n    def __init__(self, m):\n        self.m = m\n"
+                                     "_box = _Box(importlib.import_module('course_lib.parsing'))\n"
+                                     "def parse_action(text):\n    return _box.m.parse_reply(text)\n"),
+    "code copied from the module's file": ("import sys, types\nfrom course_lib import parsing as _p\n"
+                                           "_m = types.ModuleType('copied')\n_m.__package__ = 'course_lib'\n"
+                                           "sys.modules['copied'] = _m\nexec(open(_p.__file__).read(), vars(_m))\n"
+                                           "parse_action = _m.parse_reply\n"),
+    "pickle": 'import pickle\nparse_action = pickle.loads(b"ccourse_lib.parsing\\nparse_reply\\n.")\n',
+    "pydoc.locate": "import pydoc\nparse_action = pydoc.locate('course_lib.parsing.parse_reply')\n",
 }
 
 
 @pytest.mark.parametrize("name", list(BORROWING))
-def test_an_answer_that_reaches_a_finished_function_is_caught_however_it_gets_there(name):
-    assert _borrows_in(BORROWING[name], "10" if "memory" in BORROWING[name] else "09")
+def test_each_borrowing_answer_would_pass_the_check_were_nothing_cut(name):
+    """The attacks are real: in the grader's own process, where nothing is cut, each passes every visible case."""
+    namespace = {"__name__": "__main__"}
+    exec(BORROWING[name], namespace)
+    assert checks.run_cases("04.3", namespace["parse_action"]).passed
 
 
-def test_honest_answers_and_what_an_exercise_hands_over_are_not_borrowing():
-    honest = ("from course_lib.tools import ToolError\nfrom course_lib.memory import split_steps\n"
-              "from course_lib.dispatch import Observation\nimport re\n"
-              "def _words(t):\n    return re.findall(r'\\w+', t)\n"
-              "def answer(history, keep):\n    head, steps = split_steps(history)\n"
-              "    if keep < 0:\n        raise ToolError('no')\n    return head + [m for s in steps[-keep:] for m in s]")
-    assert _borrows_in(honest, "10", may_use={"split_steps"}) is None   # 10.2 may use split_steps
-    assert _borrows_in(honest, "10") == "course_lib.memory.split_steps"   # 10.1 may not
-    assert _borrows_in("def answer(x):\n    return answer(x)", "10") is None   # recursion ends
+@pytest.fixture(scope="module")
+def borrowing(tmp_path_factory):
+    """Each answer of BORROWING as 04.3 of the solved notebook, graded as one batch."""
+    folder = tmp_path_factory.mktemp("borrowing")
+    paths = {}
+    for n, (name, code) in enumerate(BORROWING.items()):
+        nb = load(SOLUTION)
+        cell(nb, "ex04_3").source = code
+        paths[name] = save(nb, folder, f"borrow{n}")
+    grades, problems = grade_all(list(paths.values()), STAGE, timeout=120, jobs=2)
+    assert problems == []
+    return dict(zip(paths, grades))
 
 
+@needs_full
+@pytest.mark.parametrize("name", list(BORROWING))
+def test_an_answer_that_reaches_a_finished_function_earns_no_mark_however_it_gets_there(borrowing, name):
+    g = borrowing[name]
+    ex = by_exercise(g)
+    assert not ex["04.3"].passed and ex["04.3"].points == 0, ex["04.3"]
+    assert ex["04.3"].detail == "your answer cell defines no `parse_action`" or "cases passed in check()" in \
+        ex["04.3"].detail, ex["04.3"].detail   # the import failed, or each call did
+    assert ex["04.1"].passed and ex["04.2"].passed   # the rest is graded as usual
+    why = _grader.refusal(BORROWING[name], STAGE)
+    assert g.notes == [f"answer cell 'ex04_3': {why}; no exercise needs that (see the notebook's note on imports); "
+                       "it ran all the same"], g.notes
+
+
+@needs_full   # only the sandbox holds the cut modules
 def test_a_wrapper_around_the_split_steps_the_setup_cell_hands_over_fails_10_1(tmp_path):
     nb = load(ROOT / "exercises" / "10_memory_and_context_exercises.ipynb")
     target = cell(nb, "ex10_1")
     target.source = "def group_steps(history):\n    return split_steps(history)\n"
     g = grade(save(nb, tmp_path, "borrow10"), "10", timeout=60)
     ex = by_exercise(g)
-    assert not ex["10.1"].passed, ex["10.1"]
-    assert ex["10.1"].detail.startswith("`group_steps` uses course_lib.memory.split_steps, course_lib's finished")
     assert ex["10.2"].detail.startswith("not implemented yet")
+    assert not ex["10.1"].passed and ex["10.1"].points == 0, ex["10.1"]
+    assert ex["10.1"].failing[0]["got"] == "raised LookupError: split_steps: this exercise asks you to write it"
+
+
+@needs_full
+def test_a_queue_model_borrowed_from_the_scripted_model_07_4_may_use_fails_07_1(tmp_path):
+    """07.4 builds on the finished ScriptedModel, which is 07.1's answer: 07.1 is graded where it refuses."""
+    nb = load(ROOT / "solutions" / "07_scripted_model_exercises.ipynb")
+    cell(nb, "ex07_1").source = "class QueueModel(ScriptedModel):\n    pass\n"
+    g = grade(save(nb, tmp_path, "borrow07"), "07", timeout=60)
+    ex = by_exercise(g)
+    assert ex["07.4"].passed and ex["07.2"].passed and ex["07.3"].passed, g.as_dict()
+    assert not ex["07.1"].passed and ex["07.1"].points == 0, ex["07.1"]
 
 
 # -- stage 11: the finished retrieval, planning and orchestration modules are the answers, so they are off limits --
@@ -601,19 +735,21 @@ def test_stage_11_answers_may_use_earlier_stages_and_the_tokenizer_the_setup_cel
     assert refusal("import json, math, re\nfrom collections import Counter\nfrom course_lib.tools import ToolError",
                    "11") is None
     assert may_use("11") == {"11.1": ["tokenize"]}
-    uses = "from course_lib.retrieval import tokenize\ndef answer(q, docs):\n    return [tokenize(d) for d in docs]"
-    assert _borrows_in(uses, "11", may_use={"tokenize"}) is None   # handed over for 11.1
-    assert _borrows_in(uses, "11") == "course_lib.retrieval.tokenize"   # and for nothing else
 
 
+@needs_full   # without bubblewrap nothing is cut, and the wrapper would be judged on what it returns
 def test_an_answer_that_imports_the_finished_parse_verdict_fails_11_3(tmp_path):
     nb = load(ROOT / "exercises" / "11_agent_patterns_exercises.ipynb")
     cell(nb, "ex11_3").source = ("from course_lib.planning import parse_verdict as _pv\n"
                                  "def parse_verdict(text):\n    v = _pv(text)\n"
                                  "    return None if v.note else {'ok': v.ok, 'feedback': v.feedback}\n")
-    ex = by_exercise(grade(save(nb, tmp_path, "borrow11"), "11", timeout=60))
-    assert not ex["11.3"].passed and ex["11.3"].detail.startswith("refused: answer cell 'ex11_3' was not run")
-    assert "course_lib.planning" in ex["11.3"].detail and ex["11.4"].detail.startswith("not implemented yet")
+    g = grade(save(nb, tmp_path, "borrow11"), "11", timeout=60)
+    ex = by_exercise(g)
+    assert not ex["11.3"].passed and ex["11.3"].points == 0, ex["11.3"]
+    assert ex["11.3"].detail == "your answer cell defines no `parse_verdict`"   # the import failed in the worker
+    assert ex["11.4"].detail.startswith("not implemented yet")
+    assert any(n.startswith("answer cell 'ex11_3': it imports course_lib.planning, the finished version")
+               for n in g.notes), g.notes
 
 
 # -- round four (a cheating student on stages 11-13): patching the kernel, pickle, the grader's own imports --------
@@ -646,38 +782,17 @@ ROUND_FOUR_REFUSED = {
 }
 
 
-
-
-def test_a_module_kept_in_an_instance_or_code_from_outside_the_notebook_is_borrowing():
-    boxed = ("from course_lib.courseware.checks import import_module\nclass _Box:\n    def __init__(self, m):\n"
-             "        self.m = m\n_box = _Box(import_module('course_lib.evaluation'))\n"
-             "def answer(check, text):\n    return _box.m.grade_answer({'check': check}, text)['passed']")
-    assert _borrows_in(boxed, "12") == "course_lib.evaluation"
-    copied = ("src = 'def from_mcp_result(r):\\n    return r'\nns = {'__name__': 'copy13'}\nexec(src, ns)\n"
-              "answer = ns['from_mcp_result']")
-    assert _borrows_in(copied, "13") == "copy13.from_mcp_result (code from outside the notebook)"
-    third_party = "from rank_bm25 import BM25Okapi\ndef answer(q, docs):\n    return BM25Okapi(docs).get_scores(q)"
-    assert _borrows_in(third_party, "11") == "rank_bm25.BM25Okapi (code from outside the notebook)"
-
-
-def test_honest_answers_using_the_standard_library_and_earlier_stages_are_not_borrowing():
-    honest = ("import json, math, re, unicodedata\nfrom collections import Counter, defaultdict\n"
-              "from dataclasses import dataclass\nfrom course_lib.tools import ToolError\n"
-              "from course_lib.describe import tool_schema\n@dataclass\nclass Row:\n    task: str\n"
-              "class Helper:\n    def __init__(self):\n        self.counts = Counter()\n        self.pattern = re.compile('x')\n"
-              "H = Helper()\n"
-              "def answer(text):\n    row = Row(text)\n    H.counts.update(json.loads(text))\n"
-              "    if not math.isfinite(1.0):\n        raise ToolError('x')\n"
-              "    return unicodedata.normalize('NFC', row.task), defaultdict(list), tool_schema, H.pattern")
-    assert _borrows_in(honest, "11") is None
-
-
 def test_the_kernel_patching_notebook_gets_no_marks(tmp_path):
     nb = load(ROOT / "exercises" / "11_agent_patterns_exercises.ipynb")
     cell(nb, "ex11_1").source = TAMPER + "\n" + cell(nb, "ex11_1").source
-    ex = by_exercise(grade(save(nb, tmp_path, "tamper11"), "11", timeout=60))
-    assert not any(e.passed for e in ex.values()), ex
-    assert ex["11.1"].detail.startswith("refused: answer cell 'ex11_1' was not run because it imports unittest")
+    """It runs: json patched with a pass-through, the shell told to skip hidden tests. The hidden tests are not the
+    kernel's to run any more, and the stubs fail as stubs."""
+    g = grade(save(nb, tmp_path, "tamper11"), "11", timeout=60)
+    ex = by_exercise(g)
+    assert not any(e.passed or e.points for e in ex.values()), ex
+    assert ex["11.1"].detail == "not implemented yet", ex["11.1"]
+    assert g.notes[0] == ("answer cell 'ex11_1': it imports unittest; no exercise needs that (see the notebook's "
+                          "note on imports); it ran all the same"), g.notes
 
 
 # -- round five: strings that become attributes, a module's dict changed through a call, the shell patched --------
@@ -692,7 +807,8 @@ def _forged(obj, *args, **kwargs):
 _own(_json)["dumps"] = _forged
 '''
 ROUND_FIVE_REFUSED = {
-    "getattr for a listed attribute": ("import os\ndef f():\n    return getattr(os.sys, 'modules')", "getattr for .modules"),
+    "getattr for a listed attribute": ("import os\ndef f():\n    return getattr(os.sys, 'modules')",
+                                       "getattr for .modules"),
     "sys as a module's attribute": ("import os\nm = os.sys", "it uses .sys"),
     "from operator import attrgetter": ("from operator import attrgetter", "it imports attrgetter"),
     "operator.attrgetter with a dotted path": ("import operator, dataclasses\n"
@@ -707,7 +823,8 @@ ROUND_FIVE_REFUSED = {
 }
 
 
-@pytest.mark.parametrize("stage, name", [("11", n) for n in ROUND_FOUR_REFUSED] + [("12", n) for n in ROUND_FIVE_REFUSED])
+@pytest.mark.parametrize("stage, name", [("11", n) for n in ROUND_FOUR_REFUSED]
+                         + [("12", n) for n in ROUND_FIVE_REFUSED])
 def test_round_four_and_five_ways_around_the_grader_are_refused_saying_why(stage, name):
     from course_lib.courseware.grader import refusal
     source, said = {"11": ROUND_FOUR_REFUSED, "12": ROUND_FIVE_REFUSED}[stage][name]
@@ -721,19 +838,6 @@ def test_items_of_the_answer_s_own_containers_may_still_be_set():
                    "def f(d):\n    d['k'] = 2\n    return d", "12") is None
 
 
-def test_the_judge_undoes_a_patched_json_and_a_patched_shell(tmp_path):
-    """Were the static refusal fooled, the judge still serialises with json fresh from its source and runs hidden
-    tests with the shell's own transform_cell (a patch on the shell instance is removed before the judge runs)."""
-    from course_lib.courseware.grader import JUDGE, RESET
-    assert "importlib.reload(json.encoder)" in JUDGE and "json = importlib.reload(json)" in JUDGE
-    import json as real_json
-    space = {}
-    exec("import json, importlib, json.encoder\njson.__dict__['dumps'] = lambda *a, **k: 'forged'\n"
-         "importlib.reload(json.encoder)\njson = importlib.reload(json)\nout = json.dumps({'ok': True})", space)
-    assert space["out"] == '{"ok": true}' and real_json.dumps([1]) == "[1]"
-    assert 'vars(ip).pop(_name, None)' in RESET and '"transform_cell"' in RESET
-
-
 FORGE = '''import os
 from operator import attrgetter
 _mods = getattr(os.sys, "modules")
@@ -741,13 +845,13 @@ _own = attrgetter("_" * 2 + "dict" + "_" * 2)
 _json = _mods["json"]
 _dumps = _json.dumps
 def _forged(obj, *args, **kwargs):
-    if isinstance(obj, dict) and obj and all(isinstance(v, dict) and "borrows" in v for v in obj.values()):
+    if isinstance(obj, dict) and obj and all(isinstance(v, dict) and "defined" in v for v in obj.values()):
+        encode = _mods["course_lib.courseware.observe"].encode
         for ex, seen in obj.items():
             spec = _mods["course_lib.courseware.exercises.stage" + ex[:2]].EXERCISES[ex]
-            rows = [{"label": c.label, "ok": True, "expected": "", "got": "", "hint": ""} for c in spec.cases]
-            seen.update(defined=True, module="notebook", borrows=None,
-                        result={"exercise": ex, "title": spec.title, "passed": True, "not_implemented": False,
-                                "stub": None, "error": None, "cases": rows})
+            public = [{"kind": "value", "value": encode(None if c.test else c.expected)} for c in spec.cases]
+            hidden = [{"kind": "value", "value": None} for _ in seen.get("hidden") or []]
+            seen.update(defined=True, qualname="forged", module="notebook", public=public, hidden=hidden)
     return _dumps(obj, *args, **kwargs)
 _own(_json)["dumps"] = _forged
 _shell = getattr(_mods["IPython"], "get_ipython")()
@@ -758,22 +862,25 @@ _own(_shell)["transform_cell"] = _skip_hidden
 '''
 
 
-def test_were_the_refusal_fooled_a_forged_judge_and_skipped_hidden_tests_still_get_no_marks(tmp_path, monkeypatch):
-    """Round five's full attack, run for real (the static refusal switched off for this test): it patches the
-    kernel's json and the shell's transform_cell. The judge reloads json and the reset restores the shell, so
-    the stubs fail as stubs."""
-    from course_lib.courseware import grader
-    monkeypatch.setattr(grader, "refusal", lambda source, stage="": None)
+def test_a_forged_report_and_skipped_hidden_tests_still_get_no_marks(tmp_path):
+    """Round five's full attack, run for real (the refusal only notes it): it patches the worker's json so that
+    the report of outcomes says every visible case returned its expected value, and tells the shell to skip hidden
+    tests. The grader judges the claimed values itself, and for the hidden cases, whose expectations the worker
+    never saw, the forger has only guesses."""
     nb = load(ROOT / "exercises" / "12_evaluation_exercises.ipynb")
     cell(nb, "ex12_1").source = FORGE + "\n" + cell(nb, "ex12_1").source
-    ex = by_exercise(grade(save(nb, tmp_path, "forged12"), "12", timeout=60))
-    assert not any(e.passed for e in ex.values()), {k: (e.passed, e.detail) for k, e in ex.items()}
-    assert all(e.detail.startswith("not implemented yet") for e in ex.values()), {k: e.detail for k, e in ex.items()}
+    g = grade(save(nb, tmp_path, "forged12"), "12", timeout=60)
+    ex = by_exercise(g)
+    details = {k: e.detail for k, e in ex.items()}
+    assert g.reason == "" and not any(e.passed or e.points for e in ex.values()), g.as_dict()
+    assert not any(d.startswith("not implemented") for d in details.values()), details   # the forgery was judged
+    assert all(d.endswith("cases passed in check()") or d.startswith("hidden tests failed:")
+               for d in details.values()), details
+    assert g.notes[0].startswith("answer cell 'ex12_1': it imports attrgetter"), g.notes
 
 
 
 # -- the grader's own logic, in-process and fast: assembling, refusing, judging, reporting (no kernel) -------------
-from course_lib.courseware import grader as _grader   # noqa: E402
 
 
 def _trusted_04():
@@ -783,16 +890,19 @@ def _trusted_04():
 def test_assemble_takes_only_the_answer_cells_and_names_each_kind_of_tampering():
     trusted = _trusted_04()
     submission = load(SOLUTION)
-    cell(submission, "ex04_1").source = "import sys\ndef validate_action(data):\n    return None"   # refused
+    cell(submission, "ex04_1").source = "import sys\ndef validate_action(data):\n    return None"   # advised against
     nb, found, notes = _grader.assemble(trusted, submission)
-    assert found == {"04.1": ["refused: answer cell 'ex04_1' was not run because it imports sys (see the "
-                               "notebook's note on imports)"]}
-    assert notes == [] and len(nb.cells) == len(trusted.cells) and nb.metadata == trusted.metadata
-    assert cell(nb, "ex04_1").source.rstrip("\n") == cell(load(EXERCISE), "ex04_1").source   # the stub stands in
+    assert found == {}   # what the refusal names is advice, not tampering
+    assert notes == ["answer cell 'ex04_1': it imports sys; no exercise needs that (see the notebook's note on "
+                     "imports); it ran all the same"]
+    assert len(nb.cells) == len(trusted.cells) and nb.metadata == trusted.metadata
+    assert cell(nb, "ex04_1").source == cell(submission, "ex04_1").source   # it runs, as written
     assert cell(nb, "ex04_2").source == cell(trusted, "ex04_2").source   # an honest answer is taken as it is
+    assert [c.source for c in nb.cells if _grader._grade_id(c).endswith("_hidden")] == ["", "", ""]   # not run there
     assert all(c.get("outputs", []) == [] and c.get("execution_count") is None for c in nb.cells
                if c.cell_type == "code")
-    for how, said in [("deleted", "cell 'ex04_1_hidden' is missing"), ("duplicated", "cell 'ex04_1_hidden' appears 2 times"),
+    for how, said in [("deleted", "cell 'ex04_1_hidden' is missing"),
+                      ("duplicated", "cell 'ex04_1_hidden' appears 2 times"),
                       ("markdown, tags kept", "cell 'ex04_1_hidden' was changed into a markdown cell"),
                       ("untagged answer", "cell 'ex04_1' lost its nbgrader tags"),
                       ("hidden cell ungraded", "cell 'ex04_1_hidden' lost its nbgrader tags"),
@@ -808,11 +918,13 @@ def test_assemble_takes_only_the_answer_cells_and_names_each_kind_of_tampering()
             tamper(submission, how)
         nb, found, _ = _grader.assemble(trusted, submission)
         assert found == {"04.1": [said]}, how
-        assert cell(nb, "ex04_1_hidden").source == explained(cell(trusted, "ex04_1_hidden").source)   # the trusted one
+        assert cell(nb, "ex04_1_hidden").source == ""   # whatever the submission did to it: not run in the worker
     submission = load(SOLUTION)
     tamper(submission, "untagged answer")
-    nb, _, _ = _grader.assemble(trusted, submission)
+    cell(submission, "ex04_1").source = "import sys\n" + cell(submission, "ex04_1").source
+    nb, _, notes = _grader.assemble(trusted, submission)
     assert "raise NotImplementedError()" in cell(nb, "ex04_1").source   # a tampered answer is not run either
+    assert not any("ran all the same" in n for n in notes), notes   # it did not run: no advice about it
     submission = load(SOLUTION)
     submission.cells.remove(cell(submission, "ex04_2"))   # the answer cell itself deleted
     nb, found, _ = _grader.assemble(trusted, submission)
@@ -841,7 +953,7 @@ def test_assemble_notes_added_cells_and_edited_locked_cells_and_runs_the_origina
                      "inside an answer cell",
                      "locked cell(s) ex04_2_check were edited; the originals were run"]
     assert cell(nb, "ex04_2_check").source == 'check("04.2", find_action)'
-    assert cell(nb, "ex04_3_hidden").source == explained(cell(trusted, "ex04_3_hidden").source)
+    assert cell(nb, "ex04_3_hidden").source == ""
     assert len(nb.cells) == len(trusted.cells)
     two = load(SOLUTION)
     cell(two, "ex04_2_check").source = "a"
@@ -958,80 +1070,212 @@ def test_earlier_stages_are_allowed_and_the_stage_is_where_the_finished_line_is_
     assert _grader.refusal("from course_lib.dispatch import dispatch") is not None   # no stage: everything is later
 
 
-def _trusted_mini(points=3):
+def _trusted_mini(points=3, exercise="04.1"):
+    gid = "ex" + exercise.replace(".", "_")
     cells = [nbformat.v4.new_markdown_cell("intro"), nbformat.v4.new_code_cell("setup = 1")]
-    for gid, meta in [("ex04_1", {"solution": True}), ("ex04_1_check", {"locked": True}),
-                      ("ex04_1_hidden", {"grade": True, "locked": True, "points": points})]:
-        c = nbformat.v4.new_code_cell('check("04.1", validate_action)' if gid.endswith("_check") else "pass")
-        c.metadata["nbgrader"] = {"grade_id": gid, **meta}
+    for suffix, meta in [("", {"solution": True}), ("_check", {"locked": True}),
+                         ("_hidden", {"grade": True, "locked": True, "points": points})]:
+        c = nbformat.v4.new_code_cell(f'check("{exercise}", validate_action)' if suffix == "_check" else "pass")
+        c.metadata["nbgrader"] = {"grade_id": gid + suffix, **meta}
         cells.append(c)
     return nbformat.v4.new_notebook(cells=cells)
 
 
 OK = ("ok", None, None)
+CANDIDATES = {"04.1": "validate_action", "04.2": "find_action", "04.3": "parse_action"}
+WRONG = {"kind": "value", "value": 12345}   # no case of 04.1 accepts a number
 
 
-def _seen(cases=(True, True), **result):
-    rows = [{"label": f"case {i}", "ok": ok, "expected": "1", "got": "1" if ok else "2", "hint": ""}
-            for i, ok in enumerate(cases)]
-    return {"defined": True, "module": "__main__", "borrows": None, "result": {"cases": rows, **result}}
+@functools.cache
+def _references() -> dict:
+    """Stage 04's reference answers, defined as the solution notebook defines them (its cells in order, but no
+    check or hidden-test cell), in this process."""
+    namespace = {"__name__": "__main__"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        for c in load(SOLUTION).cells:
+            if c.cell_type == "code" and not _grader._grade_id(c).endswith(("_check", "_hidden")):
+                exec(c.source, namespace)
+    return {ex: namespace[name] for ex, name in CANDIDATES.items()}
 
 
-def _judge(statuses=None, seen=None, tamper=None, judged="default", **kw):
-    judged = {"04.1": seen or _seen()} if judged == "default" else judged
-    statuses = {2: OK, 3: OK, 4: OK} if statuses is None else statuses
-    grades = _grader.judge(_trusted_mini(), statuses, judged, tamper or {}, {"04.1": "validate_action"}, **kw)
+@functools.cache
+def _honest_text(exercise: str) -> str:
+    reference = _references()[exercise]
+    return json.dumps({"defined": True, "qualname": reference.__qualname__, "module": "__main__",
+                       "public": observe._outcomes(checks.exercise(exercise).cases, reference),
+                       "hidden": observe._outcomes(hidden_cases.cases(exercise), reference)})
+
+
+def _honest(exercise: str) -> dict:
+    """What an honest worker reports for ``exercise``: the reference's outcomes for its public, then its hidden
+    cases (a fresh copy each time)."""
+    return json.loads(_honest_text(exercise))
+
+
+def _seen_with(**changes) -> dict:
+    return {**_honest("04.1"), **changes}
+
+
+def _wrong_at(outcomes: list, *places, outcome=WRONG) -> list:
+    return [outcome if i in places else o for i, o in enumerate(outcomes)]
+
+
+def _plan(*exercises) -> dict:
+    """What run() asks the worker for: each exercise's name and its hidden cases' specs."""
+    return {ex: {"name": CANDIDATES[ex], "probes": [c.call.spec() for c in hidden_cases.cases(ex)]}
+            for ex in exercises}
+
+
+def _reply(found) -> dict:
+    """The user_expression's reply that carries ``found``, as the worker's kernel sends it."""
+    return {"status": "ok", "data": {"text/plain": repr(json.dumps(found))}}
+
+
+def _judge(statuses=None, seen=None, tamper=None, judged="default", hidden="default", exercise="04.1", **kw):
+    """The grade ``judge`` gives the one exercise of the small trusted notebook; by default an honest run of 04.1
+    (its reference's outcomes, its real hidden cases, every cell ok)."""
+    judged = {exercise: _honest("04.1") if seen is None else seen} if judged == "default" else judged
+    hidden = {exercise: hidden_cases.cases("04.1")} if hidden == "default" else hidden
+    statuses = {2: OK, 3: OK} if statuses is None else statuses
+    grades = _grader.judge(_trusted_mini(exercise=exercise), statuses, judged, tamper or {},
+                           {exercise: "validate_action"}, hidden, **kw)
     assert len(grades) == 1
     return grades[0]
 
 
 def test_judge_passes_an_exercise_only_when_nothing_is_wrong_and_gives_its_points():
+    public, secret = len(checks.exercise("04.1").cases), len(hidden_cases.cases("04.1"))
     g = _judge()
     assert (g.exercise, g.passed, g.detail, g.points, g.max_points, g.failing) == \
-        ("04.1", True, "2/2 cases passed, hidden tests passed", 3, 3, [])
-    unpointed = _grader.judge(_trusted_mini(points=None), {2: OK, 3: OK, 4: OK}, {"04.1": _seen()}, {},
-                              {"04.1": "validate_action"})[0]
+        ("04.1", True, f"{public}/{public} cases passed, {secret} hidden cases passed", 3, 3, [])
+    unpointed = _grader.judge(_trusted_mini(points=None), {2: OK, 3: OK}, {"04.1": _honest("04.1")}, {},
+                              {"04.1": "validate_action"}, {"04.1": hidden_cases.cases("04.1")})[0]
     assert unpointed.passed and (unpointed.points, unpointed.max_points) == (0, 0)
 
 
-@pytest.mark.parametrize("setting, detail", [
-    ({"tamper": {"04.1": ["cell 'ex04_1_hidden' is missing", "refused: answer cell 'ex04_1' was not run because x"]}},
-     "tampering: cell 'ex04_1_hidden' is missing; refused: answer cell 'ex04_1' was not run because x"),
-    ({"statuses": {2: ("error", "TimeoutError", "the cell ran longer than 30 s"), 4: OK}},
-     "your answer cell was stopped: the cell ran longer than 30 s"),
-    ({"seen": {"defined": False, "module": "", "borrows": None, "result": None}},
-     "your answer cell defines no `validate_action`"),
-    ({"judged": None}, "not graded"),
-    ({"judged": {}}, "your answer cell defines no `validate_action`"),
-    ({"seen": {**_seen(), "result": {"not_implemented": True, "cases": [], "stub": None}}}, "not implemented yet"),
-    ({"seen": {**_seen(), "result": {"not_implemented": True, "cases": [], "stub": "helper"}}},
-     "not implemented yet: `helper` still raises NotImplementedError"),
-    ({"seen": {**_seen(), "borrows": "course_lib.parsing.parse_reply"}},
-     "`validate_action` uses course_lib.parsing.parse_reply, course_lib's finished version, not your own code: the "
-     "exercise asks you to write it"),
-    ({"seen": {**_seen(), "module": "course_lib.parsing"}},
-     "`validate_action` is course_lib's finished version (course_lib.parsing), not your own: the exercise asks you "
-     "to write it"),
-    ({"seen": _seen(error="no exercise")}, "the check could not run: no exercise"),
-    ({"seen": _seen(cases=(True, False, False))}, "1/3 cases passed in check()"),
-    ({"statuses": {2: ("error", "NameError", "x"), 4: OK}}, "your answer cell raised NameError: x"),
-    ({"statuses": {2: OK, 4: ("error", "AssertionError", "the check of 04.1 above did not pass")}},
-     "hidden tests failed: AssertionError: the check of 04.1 above did not pass"),
-    ({"statuses": {2: OK}}, "hidden tests did not run (not run)"),
-    ({"statuses": {2: OK, 4: ("no reply", None, None)}}, "hidden tests did not run (no reply)"),
-])
-def test_judge_says_what_failed_first(setting, detail):
-    g = _judge(**setting)
-    assert (g.passed, g.detail, g.points, g.max_points) == (False, detail, 0, 3)
+def _hidden_row(place: int, got: str) -> str:
+    case = hidden_cases.cases("04.1")[place]
+    return f"{case.label}: expected {checks._expectation(case)}, got {got}"
+
+
+# What went wrong -> (what the judge is given, beyond an honest run of 04.1; the detail it must give), in the order
+# the judge tests them. Each setting has the next one's fault too, where it can: the first fault is the one named.
+STOPPED = ("error", "TimeoutError", "the cell ran longer than 30 s")
+FIRST_FAILURE = {
+    "tampering": (lambda: {"tamper": {"04.1": ["cell 'ex04_1_hidden' is missing", "cell 'ex04_1' lost its nbgrader "
+                                               "tags"]}, "statuses": {2: STOPPED}},
+                  lambda n, m: "tampering: cell 'ex04_1_hidden' is missing; tampering: cell 'ex04_1' lost its "
+                               "nbgrader tags"),
+    "a timeout": (lambda: {"statuses": {2: STOPPED}, "seen": {"defined": False}},
+                  lambda n, m: "your answer cell was stopped: the cell ran longer than 30 s"),
+    "no answer": (lambda: {"seen": {"defined": False}}, lambda n, m: "your answer cell defines no `validate_action`"),
+    "no outcomes at all": (lambda: {"judged": None}, lambda n, m: "not graded"),
+    "an exercise left out": (lambda: {"judged": {}}, lambda n, m: "your answer cell defines no `validate_action`"),
+    "its own stub": (lambda: {"seen": _seen_with(public=[{"kind": "stub", "where": "validate_action"}],
+                                                 module="course_lib.parsing")},
+                     lambda n, m: "not implemented yet"),
+    "a stub it calls": (lambda: {"seen": _seen_with(public=[{"kind": "stub", "where": "helper"}])},
+                        lambda n, m: "not implemented yet: `helper` still raises NotImplementedError"),
+    "a stub only a hidden case reaches": (lambda: {"seen": _seen_with(hidden=[{"kind": "stub",
+                                                                               "where": "validate_action"}])},
+                                          lambda n, m: "not implemented yet"),
+    "course_lib's own": (lambda: {"seen": _seen_with(module="course_lib.parsing",
+                                                     public=_wrong_at(_honest("04.1")["public"], 0))},
+                         lambda n, m: "`validate_action` is course_lib's finished version (course_lib.parsing), not "
+                                      "your own: the exercise asks you to write it"),
+    "no such exercise": (lambda: {"exercise": "04.9", "statuses": {2: ("error", "NameError", "x")}},
+                         lambda n, m: "the check could not run: there is no exercise '04.9' in the course_lib "
+                                      f"imported from {Path(checks.__file__).resolve().parents[2]}"),
+    "failing visible cases": (lambda: {"seen": _seen_with(public=_wrong_at(_honest("04.1")["public"], 1, 4)),
+                                       "statuses": {2: ("error", "NameError", "x")}},
+                              lambda n, m: f"{n - 2}/{n} cases passed in check()"),
+    "visible outcomes missing": (lambda: {"seen": _seen_with(public=_honest("04.1")["public"][:3])},
+                                 lambda n, m: f"3/{n} cases passed in check()"),
+    "the answer cell raised": (lambda: {"statuses": {2: ("error", "NameError", "x")},
+                                        "seen": _seen_with(hidden=_wrong_at(_honest("04.1")["hidden"], 0))},
+                               lambda n, m: "your answer cell raised NameError: x"),
+    "wrong hidden values": (lambda: {"seen": _seen_with(hidden=_wrong_at(_honest("04.1")["hidden"], 3, 5))},
+                            lambda n, m: f"hidden tests failed: 2 of {m} hidden cases; the first: "
+                                         + _hidden_row(3, "12345")),
+    "hidden outcomes missing": (lambda: {"seen": _seen_with(hidden=[])},
+                                lambda n, m: f"hidden tests failed: {m} of {m} hidden cases; the first: "
+                                             + _hidden_row(0, "no outcome the grader could read")),
+    "a hidden case out of time": (lambda: {"seen": _seen_with(hidden=_wrong_at(
+        _honest("04.1")["hidden"], 2, outcome={"kind": "timeout", "stopped": True}))},
+        lambda n, m: f"hidden tests failed: 1 of {m} hidden cases; the first: " + _hidden_row(
+            2, checks.gave_up(hidden_cases.cases("04.1")[2], checks.CASE_SECONDS, True).got)),
+    "no hidden cases": (lambda: {"hidden": {}}, lambda n, m: "hidden tests did not run (no hidden cases)"),
+}
+
+
+@pytest.mark.parametrize("name", list(FIRST_FAILURE))
+def test_judge_says_what_failed_first(name):
+    setting, detail = FIRST_FAILURE[name]
+    g = _judge(**setting())
+    expected = detail(len(checks.exercise("04.1").cases), len(hidden_cases.cases("04.1")))
+    assert (g.passed, g.detail, g.points, g.max_points) == (False, expected, 0, 3)
 
 
 def test_judge_keeps_every_failing_row_and_cuts_a_long_detail():
-    g = _judge(seen=_seen(cases=(False,) * 7))
-    assert [r["label"] for r in g.failing] == [f"case {i}" for i in range(7)]
+    public = checks.exercise("04.1").cases
+    g = _judge(seen=_seen_with(public=[WRONG] * len(public)))
+    assert [r["label"] for r in g.failing] == [c.label for c in public]
+    assert all(r["got"] == "12345" and not r["ok"] for r in g.failing)
+    assert set(g.failing[0]) == {"label", "ok", "expected", "got", "hint"}
+    hidden_only = _judge(seen=_seen_with(hidden=[WRONG] * len(hidden_cases.cases("04.1"))))
+    assert not hidden_only.passed and hidden_only.failing == []   # hidden rows stay out of the report's rows
     long = _judge(tamper={"04.1": ["x" * 600]})
     assert long.detail == ("tampering: " + "x" * 600)[:500]
-    assert _judge(seen={**_seen(), "module": "course_lib.parsing"},
+    assert _judge(seen=_seen_with(module="course_lib.parsing"),
                   allowed_reexport=("validate_action",)).passed   # a re-export the exercise allows
+
+
+def test_a_lying_worker_s_claims_count_only_against_an_answer():
+    """Nothing the worker says passes an answer: a claim of success beside the values is not read, a claimed
+    value is judged like any other, and an outcome the grader cannot read is a failed case. What it says
+    against an answer (that it is missing, a stub, course_lib's own) fails it."""
+    honest, m = _honest("04.1"), len(hidden_cases.cases("04.1"))
+    boasting = {**honest, "passed": True, "ok": True, "hidden": [{**WRONG, "ok": True, "passed": True}] * m}
+    g = _judge(seen=boasting)
+    assert not g.passed and g.points == 0 and g.detail.startswith(f"hidden tests failed: {m} of {m} hidden cases")
+    for unreadable in ({"kind": "pass"}, {"kind": "value"}, {"kind": "raised", "names": "ValueError"},
+                       {"kind": "stub", "where": 1}, "ok", None, True, {"kind": "value", "value": {"$bogus": 1}}):
+        g = _judge(seen={**honest, "public": [unreadable] * len(honest["public"])})
+        assert not g.passed and len(g.failing) == len(honest["public"]), unreadable
+        assert {r["got"] for r in g.failing} == {"no outcome the grader could read"}, unreadable
+    for claim, said in [({"defined": False}, "your answer cell defines no `validate_action`"),
+                        ({**honest, "module": "course_lib.parsing"}, "`validate_action` is course_lib's finished"),
+                        ({**honest, "hidden": [{"kind": "stub", "where": "validate_action"}]}, "not implemented yet"),
+                        ({**honest, "public": []}, "0/")]:
+        g = _judge(seen=claim)
+        assert not g.passed and g.detail.startswith(said), (claim, g.detail)
+    assert not _judge(seen=honest, statuses={2: ("error", "ValueError", "x")}).passed   # the cell's reply, too
+
+
+def test_an_honest_notebook_observed_as_the_worker_does_passes_and_a_stub_does_not(monkeypatch):
+    """The worker's side and the grader's side of the wire, without a kernel: OBSERVE run (as run() sends it) over
+    a namespace holding the reference answers, its reply read by _outcomes and judged; then the same with 04.2
+    left a stub and 04.3 missing."""
+    import IPython
+    plan = _plan("04.1", "04.2", "04.3")
+    source = f"PLAN = {plan!r}\n" + _grader.OBSERVE
+    namespace = {name: _references()[ex] for ex, name in CANDIDATES.items()}
+    monkeypatch.setattr(IPython, "get_ipython", lambda: type("Shell", (), {"user_ns": namespace})())
+    found = _grader._outcomes({"data": {"text/plain": repr(eval(_grader._expression(source), {}))}}, plan)
+    secret = {ex: hidden_cases.cases(ex) for ex in plan}
+    grades = _grader.judge(_trusted_04(), {}, found, {}, CANDIDATES, secret)
+    assert [(g.exercise, g.passed, g.points) for g in grades] == [("04.1", True, 2), ("04.2", True, 2),
+                                                                   ("04.3", True, 2)], grades
+
+    def find_action(text):
+        raise NotImplementedError()
+    namespace.update(find_action=find_action)
+    del namespace["parse_action"]
+    found = _grader._outcomes({"data": {"text/plain": repr(eval(_grader._expression(source), {}))}}, plan)
+    grades = _grader.judge(_trusted_04(), {}, found, {}, CANDIDATES, secret)
+    assert [(g.exercise, g.passed, g.detail) for g in grades] == [
+        ("04.1", True, grades[0].detail), ("04.2", False, "not implemented yet"),
+        ("04.3", False, "your answer cell defines no `parse_action`")]
 
 
 def test_a_grade_passes_with_every_exercise_and_no_reason_and_adds_up_points():
@@ -1047,7 +1291,7 @@ def test_a_grade_passes_with_every_exercise_and_no_reason_and_adds_up_points():
 def test_the_report_shows_notes_the_reason_and_five_failing_rows_with_hints():
     rows = [{"label": f"c{i}", "expected": "1", "got": "2", "hint": "h" if i == 0 else ""} for i in range(6)]
     g = Grade("n", "04", [_grader.ExerciseGrade("04.1", False, "1/7 cases passed in check()", 0, 2, rows),
-                          _grader.ExerciseGrade("04.2", True, "4/4 cases passed, hidden tests passed", 2, 2)],
+                          _grader.ExerciseGrade("04.2", True, "4/4 cases passed, 9 hidden cases passed", 2, 2)],
               notes=["a note"], reason="the kernel died")
     assert _grader._lines(g) == [
         "    note: a note", "    NOT GRADED: the kernel died",
@@ -1055,7 +1299,7 @@ def test_the_report_shows_notes_the_reason_and_five_failing_rows_with_hints():
         "        ✗ c0: expected 1, got 2  (hint: h)", "        ✗ c1: expected 1, got 2",
         "        ✗ c2: expected 1, got 2", "        ✗ c3: expected 1, got 2", "        ✗ c4: expected 1, got 2",
         "        … and 1 more failing case(s): the check cell in the notebook lists them all",
-        "    ✓ 04.2  4/4 cases passed, hidden tests passed"]
+        "    ✓ 04.2  4/4 cases passed, 9 hidden cases passed"]
     g.exercises[0].failing = rows[:5]
     assert not any("more failing" in line for line in _grader._lines(g))
     assert _grader._lines(Grade("n", "04", [])) == []
@@ -1088,50 +1332,81 @@ def test_the_kernel_s_environment_has_no_keys_a_closed_proxy_and_a_scratch_home(
         str(tmp_path / "home"), str(tmp_path / "tmp"), str(tmp_path / "tmp"), str(tmp_path / "home" / ".ipython"))
 
 
-def test_the_judge_expression_runs_with_the_real_builtins_whatever_the_namespace_holds():
+def test_the_expression_sent_to_the_worker_runs_with_the_real_builtins_whatever_the_namespace_holds():
     expression = _grader._expression("x = [len('abc'), print.__name__]\nresult = x")
     assert eval(expression, {"__builtins__": {}}) == [3, "print"]   # nothing named in the caller's namespace
     assert eval(_grader._expression("result = 'reset'"), {"exec": None, "len": None}) == "reset"
 
 
-def test_a_judge_reply_is_kept_only_in_the_shape_the_grader_sent():
-    from course_lib.courseware.checks import exercise
-    labels = [c.label for c in exercise("04.1").cases]
-    rows = [{"label": label, "ok": True} for label in labels]
-    candidates = {"04.1": "validate_action", "04.2": "find_action"}
+def test_the_worker_s_outcomes_are_kept_in_the_shape_asked_for():
+    """Per exercise asked: whether the answer is defined and, if it is, a qualname and module (text or None) and
+    at most as many public and hidden outcomes as cases were asked (a stub or a timeout ends a list early). What
+    each outcome says is not checked here: judge reads each one, and fails what it cannot read."""
+    plan = _plan("04.1", "04.2")
+    honest = {"04.1": _honest("04.1"), "04.2": {"defined": False}}
+    assert _grader._outcomes(_reply(honest), plan) == honest
+    for kept in ({**honest, "04.1": _seen_with(public=[{"kind": "stub", "where": "validate_action"}], hidden=[])},
+                 {**honest, "04.1": _seen_with(qualname=None, module=None)},
+                 {**honest, "04.1": _seen_with(public=["not an outcome"])},   # judged later, as a failed case
+                 {**honest, "04.2": {"defined": False, "whatever": 1}}):   # nothing else of an absent answer is read
+        assert _grader._outcomes(_reply(kept), plan) == kept, kept
 
-    def reply(found):
-        return {"data": {"text/plain": repr(json.dumps(found))}}
-    absent = {"defined": False, "borrows": None, "result": None}
-    good = {"04.1": {"defined": True, "borrows": "x", "result": {"cases": rows}}, "04.2": absent}
-    assert _grader._trusted_shape(reply(good), candidates) == good
-    stub = {"04.1": {"defined": True, "result": {"not_implemented": True, "cases": []}}, "04.2": absent}
-    assert _grader._trusted_shape(reply(stub), candidates) == stub
-    error = {"04.1": {"defined": True, "result": {"error": "e", "cases": []}}, "04.2": absent}
-    assert _grader._trusted_shape(reply(error), candidates) == error
-    for bad in ({"04.1": good["04.1"]},                                              # an exercise left out
-                {**good, "04.1": {**good["04.1"], "defined": 1}},                    # not a bool
-                {**good, "04.1": {**good["04.1"], "borrows": 1}},                    # not text
-                {**good, "04.1": {"defined": True, "result": {"cases": "rows"}}},    # rows not a list
-                {**good, "04.1": {"defined": True, "result": {"cases": [1]}}},       # a row not a dict
-                {**good, "04.1": {"defined": True, "result": {"cases": rows[::-1]}}},    # reordered
-                {"04.1": absent, "04.2": {"defined": True, "result": {"cases": []}}},  # after an absent one
-                {**good, "04.1": {"defined": True, "result": {"not_implemented": True, "cases": [1]}}}):
-        assert _grader._trusted_shape(reply(bad), candidates) is None, bad
-    assert _grader._trusted_shape({"data": {}}, candidates) is None
+
+SHAPES = {   # a reply the grader did not ask for, from the honest one ({"04.1": honest, "04.2": absent})
+    "more public outcomes than cases": lambda good: {**good, "04.1": {**good["04.1"], "public": good["04.1"]["public"]
+                                                                      + [WRONG]}},
+    "more hidden outcomes than probes": lambda good: {**good, "04.1": {**good["04.1"], "hidden": good["04.1"]["hidden"]
+                                                                       + [WRONG]}},
+    "an exercise missing": lambda good: {"04.1": good["04.1"]},
+    "an exercise not asked for": lambda good: {**good, "04.3": {"defined": False}},
+    "no exercises": lambda good: {},
+    "defined as a number": lambda good: {**good, "04.2": {"defined": 1}},
+    "defined as text": lambda good: {**good, "04.1": {**good["04.1"], "defined": "yes"}},
+    "defined missing": lambda good: {**good, "04.2": {}},
+    "a module that is not text": lambda good: {**good, "04.1": {**good["04.1"], "module": 1}},
+    "a qualname that is not text": lambda good: {**good, "04.1": {**good["04.1"], "qualname": ["validate_action"]}},
+    "public outcomes that are not a list": lambda good: {**good, "04.1": {**good["04.1"], "public": {"0": WRONG}}},
+    "hidden outcomes missing": lambda good: {**good, "04.1": {k: v for k, v in good["04.1"].items() if k != "hidden"}},
+    "an exercise that is not a dict": lambda good: {**good, "04.1": "passed"},
+    "a list, not a dict": lambda good: [good],
+    "JSON null": lambda good: None,
+}
+
+
+@pytest.mark.parametrize("name", list(SHAPES))
+def test_a_reply_in_another_shape_is_dropped(name):
+    good = {"04.1": _honest("04.1"), "04.2": {"defined": False}}
+    assert _grader._outcomes(_reply(SHAPES[name](good)), _plan("04.1", "04.2")) is None
+
+
+def test_a_reply_too_large_or_not_json_or_not_a_reply_is_dropped(monkeypatch):
+    plan = _plan("04.1")
+    good = {"04.1": {"defined": False}}
+    text = _reply(good)["data"]["text/plain"]
+    monkeypatch.setattr(_grader, "MAX_REPLY", len(text) + 1)
+    assert _grader._outcomes(_reply(good), plan) == good   # just under the limit
+    monkeypatch.setattr(_grader, "MAX_REPLY", len(text))
+    assert _grader._outcomes(_reply(good), plan) is None   # at the limit: too large
+    monkeypatch.setattr(_grader, "MAX_REPLY", 50_000_000)
+    for reply in ({"data": {"text/plain": repr("{not json")}},            # a Python string, not JSON inside
+                  {"data": {"text/plain": "json.dumps(found)"}},          # not a literal: never evaluated
+                  {"data": {"text/plain": repr(good)}},                   # a literal, but not a string of JSON
+                  {"data": {"text/plain": 5}}, {"data": {"text/plain": None}}, {"data": {}}, {}, {"data": "x"},
+                  {"data": {"text/plain": repr(json.dumps(good)) + "x"}}):
+        assert _grader._outcomes(reply, plan) is None, reply
 
 
 def _fake_run(record, statuses=None, judged=None, notes=(), reason=""):
-    def run(nb, stage, candidates, *, timeout, level, hidden):
-        record.update(nb=nb, stage=stage, candidates=candidates, timeout=timeout, level=level, hidden=hidden)
+    def run(nb, stage, candidates, *, timeout, level, hidden, probes=None, keep_out=frozenset()):
+        record.update(nb=nb, stage=stage, candidates=candidates, timeout=timeout, level=level, hidden=hidden,
+                      probes=probes)
         return statuses or {}, judged, list(notes), reason
     return run
 
 
 def test_grade_builds_the_result_from_what_the_run_observed(tmp_path, monkeypatch):
     record = {}
-    seen = {ex: {"defined": True, "module": "__main__", "borrows": None, "result": _seen()["result"]}
-            for ex in ("04.1", "04.2", "04.3")}
+    seen = {ex: _honest(ex) for ex in CANDIDATES}
     ok = {i: OK for i in range(15)}
     monkeypatch.setattr(_grader, "run", _fake_run(record, {**ok, 1: ("error", "NameError", "x"),
                                                            7: ("error", "ValueError", "bad")}, seen, ["n2"]))
@@ -1139,25 +1414,48 @@ def test_grade_builds_the_result_from_what_the_run_observed(tmp_path, monkeypatc
     keep = tmp_path / "class"
     keep.mkdir()
     g = _grader.grade(path, STAGE, timeout=9, level="none", hide=[str(keep), str(ROOT)])
-    assert [c.source for c in record["nb"].cells] == [   # assembled: the solution, its hidden tests explained
-        explained(c.source) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id", "").endswith("_hidden")
-        else c.source for c in load(SOLUTION).cells]
-    assert record["candidates"] == {"04.1": "validate_action", "04.2": "find_action", "04.3": "parse_action"}
+    assert [c.source for c in record["nb"].cells] == [   # assembled: the solution, its hidden-test cells blank
+        "" if _grader._grade_id(c).endswith("_hidden") else c.source for c in load(SOLUTION).cells]
+    assert record["candidates"] == CANDIDATES
+    assert record["probes"] == {ex: [c.call.spec() for c in hidden_cases.cases(ex)] for ex in CANDIDATES}
     assert (record["stage"], record["timeout"], record["level"]) == (STAGE, 9, "none")
     assert record["hidden"] == [SOLUTION.parent.resolve(), (ROOT / "solutions").resolve(), (ROOT / ".git").resolve(),
                                 keep]   # the course folder itself is needed: it is not hidden
     assert (g.notebook, g.stage, g.isolation, g.reason) == (path, STAGE, sandbox.DESCRIPTIONS["none"], "")
     assert g.notes == ["n2"] and g.errors == ["cell 1: NameError: x"]   # a set-up cell; not the answer cell 7
-    assert [(e.exercise, e.passed) for e in g.exercises] == [("04.1", True), ("04.2", False), ("04.3", True)]
+    assert [(e.exercise, e.passed, e.points) for e in g.exercises] == [("04.1", True, 2), ("04.2", False, 0),
+                                                                       ("04.3", True, 2)]
     assert by_exercise(g)["04.2"].detail == "your answer cell raised ValueError: bad"
+    public, secret = len(checks.exercise("04.1").cases), len(hidden_cases.cases("04.1"))
+    assert by_exercise(g)["04.1"].detail == f"{public}/{public} cases passed, {secret} hidden cases passed"
     outside = tmp_path / "instructor"
-    outside.mkdir()
+    (outside / "hidden").mkdir(parents=True)
     (outside / SOLUTION.name).write_bytes(SOLUTION.read_bytes())
+    (outside / "hidden" / "stage04.py").write_text(   # the instructor's own hidden cases: these are the ones asked
+        "from course_lib.courseware.checks import Case\nfrom course_lib.courseware.observe import call\n"
+        "HIDDEN = {'04.1': [Case('mine', call({'tool': 'x'}), expected=None)], '04.2': [], '04.3': []}\n")
     added = load(SOLUTION)
     added.cells.append(nbformat.v4.new_code_cell("helper = 1"))
     g = _grader.grade(save(added, tmp_path, "added"), STAGE, solutions_dir=outside, level="none")
     assert record["timeout"] == 60 and record["hidden"][0] == outside.resolve()   # the default; the given folder
+    assert record["probes"] == {"04.1": [observe.call({"tool": "x"}).spec()], "04.2": [], "04.3": []}
     assert g.notes[0].startswith("1 code cell(s) you added were not run") and g.notes[1:] == ["n2"]
+    assert by_exercise(g)["04.3"].detail == "hidden tests did not run (no hidden cases)"   # so it cannot pass
+
+
+@pytest.mark.parametrize("hidden_file, error", [
+    (None, "FileNotFoundError"), ("HIDDEN = {'04.1': []}\n", "KeyError"), ("HIDDEN = {\n", "SyntaxError"),
+    ("CASES = {}\n", "AttributeError")])
+def test_grade_is_a_grader_error_when_the_hidden_cases_cannot_be_read(tmp_path, monkeypatch, hidden_file, error):
+    monkeypatch.setattr(_grader, "run", lambda *a, **k: pytest.fail("nothing may run"))
+    (tmp_path / SOLUTION.name).write_bytes(SOLUTION.read_bytes())
+    if hidden_file is not None:
+        (tmp_path / "hidden").mkdir()
+        (tmp_path / "hidden" / "stage04.py").write_text(hidden_file)
+    with pytest.raises(_grader.GraderError) as e:
+        _grader.grade(str(SOLUTION), STAGE, solutions_dir=tmp_path, level="none")
+    assert str(e.value).startswith(f"the hidden cases of stage 04 cannot be read ({error}: ")
+    assert str(e.value).endswith(f"they belong in {tmp_path / 'hidden'}") and e.value.__cause__ is None
 
 
 def test_grade_marks_what_a_failed_run_left_ungraded_with_its_reason(tmp_path, monkeypatch):
@@ -1169,10 +1467,9 @@ def test_grade_marks_what_a_failed_run_left_ungraded_with_its_reason(tmp_path, m
     details = [e.detail for e in g.exercises]
     assert details == ["tampering: cell 'ex04_1_hidden' is missing"] + \
         ["not graded: the kernel died while running the notebook"] * 2
-    half = {ex: _seen()for ex in ("04.1", "04.2", "04.3")}
-    monkeypatch.setattr(_grader, "run", _fake_run({}, {i: OK for i in range(6)}, half, [], "stopped"))
+    monkeypatch.setattr(_grader, "run", _fake_run({}, {i: OK for i in range(6)}, None, [], "stopped"))
     g = _grader.grade(save(load(SOLUTION), tmp_path, "half"), STAGE, level="none")   # 04.1's cells ran, no more
-    assert [e.detail for e in g.exercises] == ["2/2 cases passed, hidden tests passed"] + ["not graded: stopped"] * 2
+    assert [(e.detail, e.points) for e in g.exercises] == [("not graded: stopped", 0)] * 3   # no outcomes: no marks
 
 
 def test_grade_reads_no_file_that_is_not_a_small_regular_notebook(tmp_path, monkeypatch):
@@ -1308,7 +1605,8 @@ def test_course_check_exit_statuses_and_text_report_in_process(monkeypatch, caps
     assert _grader.cmd_check(_args(stage="42")) == 2
     assert capsys.readouterr().err == "course check: no exercise notebook for stage 42; give the notebooks' paths\n"
     assert _grader.cmd_check(_args(stage="42", notebooks=["a.ipynb"])) == 3
-    assert capsys.readouterr().err == f"course check: there is no solution notebook for stage 42 in {ROOT / 'solutions'}\n"
+    assert capsys.readouterr().err == \
+        f"course check: there is no solution notebook for stage 42 in {ROOT / 'solutions'}\n"
     passed = Grade("a.ipynb", STAGE, [_grader.ExerciseGrade("04.1", True, "fine", 2, 2)])
     failed = Grade("b.ipynb", STAGE, [_grader.ExerciseGrade("04.1", False, "bad", 0, 2)])
     calls = []
@@ -1359,7 +1657,8 @@ def test_bare_course_check_grades_the_committed_exercise_notebook_of_the_stage(m
 
 
 class _FakeClient:
-    """nbclient's client without a kernel: each code cell ends as `endings` says (default ok)."""
+    """nbclient's client without a kernel: each code cell ends as `endings` says (default ok); as in nbclient, an
+    empty cell is not sent to the kernel, so it has no status."""
 
     def __init__(self, nb, km, **options):
         self.nb, self.km, self.options, self.ran, self.capped = nb, km, options, [], False
@@ -1367,7 +1666,6 @@ class _FakeClient:
         _FakeClient.last = self
 
     def setup_kernel(self, env, cwd, cleanup_kc):
-        import contextlib
         self.env, self.cwd, self.cleanup_kc = env, cwd, cleanup_kc
         if self.start_error:
             raise RuntimeError(self.start_error)
@@ -1375,6 +1673,8 @@ class _FakeClient:
 
     def execute_cell(self, cell, index):
         self.ran.append(index)
+        if not cell.source.strip():
+            return
         ending = self.endings.get(index, OK)
         if isinstance(ending, BaseException):
             raise ending
@@ -1382,117 +1682,152 @@ class _FakeClient:
         self.capped = self.capped or ending == ("ok", "capped", None)
 
 
-def _judge_reply(found):
-    return {"status": "ok", "data": {"text/plain": repr(json.dumps(found))}}
+def _observe_request(timeout=7):
+    """The one request run() sends after the cells: every case's outcome, for the plan of stage 04."""
+    plan = {ex: {"name": name, "probes": [c.call.spec() for c in hidden_cases.cases(ex)]}
+            for ex, name in CANDIDATES.items()}
+    return "", 8 * timeout + 60, _grader._expression(f"PLAN = {plan!r}\n" + _grader.OBSERVE)
 
 
-def _run_fake(monkeypatch, endings=None, silent=None, start_error=None, timeout=7, candidates=None):
-    """Run grader.run on stage 04's assembled solution with the fake client; returns (result, client, requests)."""
-    from course_lib.courseware.checks import exercise
-    rows = {ex: [{"label": c.label, "ok": True} for c in exercise(ex).cases] for ex in ("04.1", "04.2", "04.3")}
-    honest = {ex: {"defined": True, "borrows": None, "result": {"cases": rows[ex]}} for ex in rows}
-    requests, managers = [], []
+def _run_fake(monkeypatch, endings=None, silent=None, start_error=None, timeout=7, level="none", log=None):
+    """Run grader.run on stage 04's assembled solution with the fake client and a fake sandbox. Returns (run's
+    result, the client, a log of the requests, kernel managers and process groups ended, what an honest worker
+    sent); ``log`` (a dict) gets the same log, for a run that raises."""
+    found = {ex: _honest(ex) for ex in CANDIDATES}
+    log = {} if log is None else log
+    log.update(requests=[], managers=[], ended=[])
 
     def fake_silent(client, code, seconds, expression=None):
         assert isinstance(client, _FakeClient), client   # every request goes to the notebook's own kernel
-        requests.append((code, seconds, expression))
+        log["requests"].append((code, seconds, expression))
         if silent:
             answer = silent(code, expression)
             if answer is not None:
                 return answer
-        return {"user_expressions": {"r": _judge_reply(honest)}} if expression and "CANDIDATES" in expression else {}
+        return {"user_expressions": {"r": _reply(found)}} if expression and "observe_all" in expression else {}
+
+    def kernel_manager(level, scratch, hidden, group=None, replaced=None):
+        cut = {original: copy.read_text(encoding="utf-8") for original, copy in (replaced or {}).items()}
+        made = sorted(p.name for p in scratch.iterdir())
+        log["managers"].append((level, scratch, hidden, group, replaced, cut, made))
+        return "km"
     monkeypatch.setattr(_grader, "_silent", fake_silent)
     monkeypatch.setattr(_grader, "_client_class", lambda: _FakeClient)
     monkeypatch.setattr(_FakeClient, "endings", endings or {}, raising=False)
     monkeypatch.setattr(_FakeClient, "start_error", start_error, raising=False)
-    monkeypatch.setattr(sandbox, "kernel_manager", lambda level, scratch, hidden: managers.append(
-        (level, scratch, hidden, sorted(p.name for p in scratch.iterdir()))) or "km")
+    monkeypatch.setattr(sandbox, "kernel_manager", kernel_manager)
+    monkeypatch.setattr(sandbox, "process_group", lambda scratch: f"group of {scratch.name}")
+    monkeypatch.setattr(sandbox, "end_group", log["ended"].append)
     nb, _, _ = _grader.assemble(_trusted_04(), _trusted_04())
-    candidates = candidates or {"04.1": "validate_action", "04.2": "find_action", "04.3": "parse_action"}
-    result = _grader.run(nb, STAGE, candidates, timeout=timeout, level="none", hidden=[Path("/h")])
+    probes = {ex: [c.call.spec() for c in hidden_cases.cases(ex)] for ex in CANDIDATES}
+    result = _grader.run(nb, STAGE, CANDIDATES, timeout=timeout, level=level, hidden=[Path("/h")], probes=probes)
     assert _FakeClient.last.nb is nb
-    return result, getattr(_FakeClient, "last", None), requests, managers, honest
+    return result, _FakeClient.last, log, found
 
 
-def test_run_resets_before_each_trusted_cell_then_asks_the_judge(monkeypatch):
-    (statuses, judged, notes, reason), client, requests, managers, honest = _run_fake(monkeypatch)
-    code_cells = [i for i, c in enumerate(_trusted_04().cells) if c.cell_type == "code"]
-    assert client.ran == code_cells and statuses == dict.fromkeys(code_cells, OK)
-    assert (judged, notes, reason) == (honest, [], "")
+def test_run_executes_every_cell_then_asks_the_worker_once_for_every_outcome(monkeypatch):
+    (statuses, judged, notes, reason), client, log, found = _run_fake(monkeypatch)
+    trusted = _trusted_04()
+    code_cells = [i for i, c in enumerate(trusted.cells) if c.cell_type == "code"]
+    hidden_cells = [i for i in code_cells if _grader._grade_id(trusted.cells[i]).endswith("_hidden")]
+    assert client.ran == code_cells and [client.nb.cells[i].source for i in hidden_cells] == ["", "", ""]
+    assert statuses == {i: OK for i in code_cells if i not in hidden_cells}   # a blank hidden-test cell: not sent
+    assert (judged, notes, reason) == (found, [], "")
+    assert log["requests"] == [_observe_request()]   # no reset before the cells, nothing between: one request
     assert client.km == "km" and client.options == {
         "timeout": 7, "kernel_name": "python3", "allow_errors": True, "interrupt_on_timeout": True,
         "error_on_timeout": {"ename": "TimeoutError", "evalue": "the cell ran longer than 7 s"},
-        "resources": {"metadata": {"path": str(managers[0][1] / "work")}}, "shutdown_kernel": "immediate"}
-    level, scratch, hidden, made = managers[0]
-    assert (level, hidden, made) == ("none", [Path("/h")], ["home", "tmp", "work"])
+        "resources": {"metadata": {"path": str(log["managers"][0][1] / "work")}}, "shutdown_kernel": "immediate"}
+    level, scratch, hidden, group, replaced, _, made = log["managers"][0]
+    assert (level, hidden, group, replaced, made) == ("none", [Path("/h")], f"group of {scratch.name}", {},
+                                                      ["home", "tmp", "work"])   # nothing is cut without bubblewrap
+    assert log["ended"] == [group]   # the notebook's processes are ended with it
     assert scratch.name.startswith("course-grade-") and not scratch.exists()   # deleted afterwards
+    assert not Path(f"{scratch}-lib").exists()
     assert client.cwd == str(scratch / "work") and client.env == _grader._environment(scratch)
-    resets = [r for r in requests if r[2] == _grader._expression(_grader.RESET)]
-    trusted_code = [i for i in code_cells if not _grader._nbgrader(_trusted_04().cells[i]).get("solution")]
-    assert len(resets) == len(trusted_code) and all(r[:2] == ("", 7) for r in resets)
-    judge = requests[-1]
-    assert judge[:2] == ("", 7) and len(requests) == len(resets) + 1
-    source = eval(judge[2].split("b.exec(", 1)[1].split(", g)", 1)[0])
-    assert source.startswith(f"STAGE = '04'\nCANDIDATES = {{'04.1': 'validate_action', '04.2': 'find_action', "
-                             f"'04.3': 'parse_action'}}\nFINISHED = {_grader.finished('04')!r}\n"
-                             f"MAY_USE = {{}}\n" + _grader.BORROWS + _grader.JUDGE)
+    assert client.cleanup_kc is True   # the kernel is shut down afterwards although nbclient did not start it
+
+
+def test_run_under_bubblewrap_binds_cut_copies_of_the_finished_modules_and_deletes_them_afterwards(monkeypatch):
+    """The worker's files, prepared by run() (the sandbox itself is faked here): each finished module of stage 04
+    and later, cut to what the notebook hands out, in a folder beside the scratch folder."""
+    from course_lib.courseware import worker_lib
+    (_, judged, _, reason), _, log, found = _run_fake(monkeypatch, level="bubblewrap")
+    level, scratch, _, _, replaced, cut, _ = log["managers"][0]
+    lib = Path(f"{scratch}-lib")
+    assert (level, reason, judged) == ("bubblewrap", "", found)
+    assert set(replaced) == {worker_lib._file(m) for m in _grader.finished(STAGE)} - {None}
+    assert all(copy.parent == lib for copy in replaced.values())
+    parsing = cut[worker_lib.PACKAGE / "parsing.py"]
+    assert parsing.startswith(worker_lib.PLACEHOLDER) and "class ParsedReply" in parsing
+    assert "def parse_reply" not in parsing and "def _check_action" not in parsing
+    assert all(text == worker_lib.PLACEHOLDER for path, text in cut.items() if path.name == "dispatch.py")
+    assert not lib.exists() and not scratch.exists()
 
 
 def test_run_stops_at_a_cell_the_interrupt_could_not_stop_and_names_it(monkeypatch):
     stuck = ("error", "TimeoutError", "the cell ran longer than 7 s")
-    (statuses, judged, notes, reason), client, requests, _, _ = _run_fake(monkeypatch, endings={4: stuck})
+    (statuses, judged, notes, reason), client, log, _ = _run_fake(monkeypatch, endings={4: stuck})
     assert reason == ("the kernel was still busy 7 s after cell 'ex04_1_check' was interrupted (code running "
                       "inside C, such as a regular expression that backtracks, cannot be stopped)")
     assert client.ran == [1, 3, 4] and judged is None and statuses[4] == stuck
-    assert ("pass", 5, None) in requests and not any(r[2] and "CANDIDATES" in r[2] for r in requests)
-    (_, _, _, reason), client, _, _, _ = _run_fake(monkeypatch, endings={1: stuck})
+    assert log["requests"] == [("pass", 5, None)]   # still busy: the worker is asked for no outcome
+    assert log["ended"] == [log["managers"][0][3]] and not log["managers"][0][1].exists()
+    (_, _, _, reason), client, _, _ = _run_fake(monkeypatch, endings={1: stuck})
     assert "after cell 'cell 2' was interrupted" in reason
 
 
 def test_run_goes_on_after_a_timeout_the_interrupt_ended(monkeypatch):
     stuck = ("error", "TimeoutError", "the cell ran longer than 7 s")
     answered = lambda code, expression: {"status": "ok"} if code == "pass" else None
-    (statuses, judged, notes, reason), client, _, _, honest = _run_fake(monkeypatch, endings={3: stuck},
-                                                                        silent=answered)
-    assert reason == "" and judged == honest and client.ran[-1] == 13 and statuses[3] == stuck
+    (statuses, judged, notes, reason), client, log, found = _run_fake(monkeypatch, endings={3: stuck},
+                                                                      silent=answered)
+    assert reason == "" and judged == found and client.ran[-1] == 13 and statuses[3] == stuck
+    assert log["requests"] == [("pass", 5, None), _observe_request()]
     other = ("error", "ValueError", "x")
-    (_, judged, _, reason), client, requests, _, _ = _run_fake(monkeypatch, endings={3: other})
-    assert reason == "" and not any(r[0] == "pass" for r in requests)
+    (_, judged, _, reason), client, log, _ = _run_fake(monkeypatch, endings={3: other})
+    assert reason == "" and log["requests"] == [_observe_request()]   # an error is no timeout: nothing to check
 
 
-def test_run_fails_the_notebook_when_the_judge_fails_or_answers_in_another_shape(monkeypatch):
-    failing = lambda code, expression: ({"user_expressions": {"r": {"status": "error", "ename": "NameError",
-                                                                    "evalue": "x"}}}
-                                        if expression and "CANDIDATES" in expression else None)
-    (_, judged, _, reason), _, _, _, _ = _run_fake(monkeypatch, silent=failing)
-    assert judged is None and reason == "the grader's own check could not run (NameError: x)"
-    silent = lambda code, expression: {} if expression and "CANDIDATES" in expression else None
-    (_, judged, _, reason), _, _, _, _ = _run_fake(monkeypatch, silent=silent)
-    assert reason == "the grader's own check could not run (None: None)"
-    forged = lambda code, expression: ({"user_expressions": {"r": _judge_reply({"04.1": {"defined": True}})}}
-                                       if expression and "CANDIDATES" in expression else None)
-    (_, judged, _, reason), _, _, _, _ = _run_fake(monkeypatch, silent=forged)
-    assert judged is None and reason == "the grader's own check came back in a shape it did not send (tampering)"
+def test_run_fails_the_notebook_when_the_worker_sends_no_outcomes_or_outcomes_in_another_shape(monkeypatch):
+    shape = "the worker's outcomes came back in a shape the grader did not ask for"
+    for reply, said in [
+            ({"user_expressions": {"r": {"status": "error", "ename": "NameError", "evalue": "x"}}},
+             "the worker could not run the cases (NameError: x)"),
+            ({}, "the worker did not send the outcomes of the cases in time"),
+            ({"status": "error", "ename": "KeyboardInterrupt"}, "the worker could not run the cases (None: None)"),
+            ({"user_expressions": {"r": _reply({"04.1": {"defined": True}})}}, shape),
+            ({"user_expressions": {"r": _reply({ex: {"defined": False} for ex in ("04.1", "04.2")})}}, shape),
+            ({"user_expressions": {"r": {"status": "ok", "data": {"text/plain": "'{}'"}}}}, shape)]:
+        answer = lambda code, expression, reply=reply: reply if expression and "observe_all" in expression else None
+        (_, judged, _, reason), _, _, _ = _run_fake(monkeypatch, silent=answer)
+        assert judged is None and reason == said, reply
 
 
 def test_run_reports_a_dead_kernel_a_kernel_that_never_started_and_capped_output(monkeypatch):
     from nbclient.exceptions import DeadKernelError
-    (statuses, judged, _, reason), client, _, managers, _ = _run_fake(monkeypatch, endings={7: DeadKernelError("x")})
+    (statuses, judged, _, reason), client, log, _ = _run_fake(monkeypatch, endings={7: DeadKernelError("x")})
     assert reason == "the kernel died while running the notebook (os._exit, a crash, or out of memory)"
-    assert judged is None and client.ran == [1, 3, 4, 5, 7] and not managers[0][1].exists()
+    assert judged is None and client.ran == [1, 3, 4, 5, 7] and log["requests"] == []
+    assert not log["managers"][0][1].exists() and log["ended"] == [log["managers"][0][3]]
+    log = {}
     with pytest.raises(_grader.GraderError) as e:
-        _run_fake(monkeypatch, start_error="no such kernel")
+        _run_fake(monkeypatch, start_error="no such kernel", log=log)
     assert str(e.value) == "could not start a kernel (none sandbox): no such kernel" and e.value.__cause__ is None
-    (_, _, notes, reason), _, _, _, _ = _run_fake(monkeypatch, endings={3: ("ok", "capped", None)})
+    assert not log["managers"][0][1].exists() and log["ended"] == [log["managers"][0][3]]   # cleaned up all the same
+    (_, _, notes, reason), _, _, _ = _run_fake(monkeypatch, endings={3: ("ok", "capped", None)})
     assert notes == ["output was capped at 2,000,000 characters"] and reason == ""
 
 
 def test_run_gives_the_whole_notebook_four_timeouts_and_thirty_seconds(monkeypatch):
+    for ex in CANDIDATES:   # the honest outcomes come from running real cases, which read the clock: before it stops
+        _honest(ex)
     clock = iter([1000.0] + [1000.0 + 58.0] * 3 + [1000.0 + 58.5] * 50)
     monkeypatch.setattr(_grader.time, "monotonic", lambda: next(clock))
-    (_, judged, _, reason), client, _, _, _ = _run_fake(monkeypatch)
+    (_, judged, _, reason), client, log, _ = _run_fake(monkeypatch)
     assert reason == "the notebook ran longer than 58 s in all"
     assert client.ran == [1, 3, 4] and judged is None   # at exactly the limit a cell still starts
+    assert log["requests"] == []
 
 
 def test_the_observing_client_keeps_each_cell_s_status_and_caps_output(monkeypatch):
@@ -1589,65 +1924,67 @@ def test_course_check_sends_each_progress_line_out_at_once_and_uses_the_solution
 
 
 def test_an_answer_may_import_earlier_stages_but_not_its_own_in_the_assembled_notebook():
-    """The stage a refusal is judged against is the exercise's own (04 for ex04_3, 05 for ex05_1)."""
+    """The stage the refusal's advice is judged against is the exercise's own (04 for ex04_3, 05 for ex05_1). An
+    answer it advises against runs all the same: it is no tampering."""
     trusted4, submission4 = _trusted_04(), load(SOLUTION)
     cell(submission4, "ex04_3").source = "from course_lib.parsing import parse_reply as parse_action\n"
-    assert _grader.assemble(trusted4, submission4)[1] == {"04.3": [
-        "refused: answer cell 'ex04_3' was not run because it imports course_lib.parsing, the finished version of "
-        "this stage or a later one (see the notebook's note on imports)"]}
+    nb, tamper, notes = _grader.assemble(trusted4, submission4)
+    assert tamper == {} and notes == [
+        "answer cell 'ex04_3': it imports course_lib.parsing, the finished version of this stage or a later one; "
+        "no exercise needs that (see the notebook's note on imports); it ran all the same"]
+    assert cell(nb, "ex04_3").source == cell(submission4, "ex04_3").source
     path5 = _grader.solution_for("05")
     trusted5, submission5 = load(path5), load(path5)
     first = next(c for c in submission5.cells if _grader._nbgrader(c).get("solution"))
     first.source = "from course_lib.parsing import parse_reply\n" + first.source
-    nb, tamper, _ = _grader.assemble(trusted5, submission5)
-    assert tamper == {} and cell(nb, _grader._grade_id(first)).source == first.source
+    nb, tamper, notes = _grader.assemble(trusted5, submission5)
+    assert (tamper, notes) == ({}, []) and cell(nb, _grader._grade_id(first)).source == first.source
 
 
-def test_judge_never_passes_an_exercise_whose_hidden_tests_are_not_in_the_trusted_notebook():
+def test_judge_never_passes_an_exercise_without_hidden_cases_and_gives_none_without_a_hidden_test_cell():
+    g = _judge(hidden={})   # the hidden file has no cases for it: nothing proves the answer right
+    assert (g.passed, g.detail, g.points, g.max_points) == (False, "hidden tests did not run (no hidden cases)", 0, 3)
+    g = _judge(hidden={"04.1": []})
+    assert (g.passed, g.detail, g.points) == (False, "hidden tests did not run (no hidden cases)", 0)
     trusted = _trusted_mini()
-    del trusted.cells[4]   # the instructor's notebook lost ex04_1_hidden: nothing proves the answer right
-    g = _grader.judge(trusted, {0: OK, 1: OK, 2: OK, 3: OK, 4: OK}, {"04.1": _seen()}, {}, {"04.1": "validate_action"})
-    assert (g[0].passed, g[0].detail, g[0].points, g[0].max_points) == \
-        (False, "hidden tests did not run (not run)", 0, 0)
-    seen = _seen()
-    del seen["module"]   # a reply without the module: not course_lib's
+    del trusted.cells[4]   # the instructor's notebook lost ex04_1_hidden: the points it carried are gone
+    g = _grader.judge(trusted, {2: OK, 3: OK}, {"04.1": _honest("04.1")}, {}, {"04.1": "validate_action"},
+                      {"04.1": hidden_cases.cases("04.1")})
+    assert (g[0].points, g[0].max_points) == (0, 0)
+    seen = _honest("04.1")
+    del seen["module"], seen["qualname"]   # a reply without them: not course_lib's, and its own stub unknown
     assert _judge(seen=seen).passed
 
 
 def test_run_passes_each_cell_and_the_client_along_and_survives_a_scratch_folder_it_cannot_delete(monkeypatch):
-    import shutil
     cells = []
     real_execute = _FakeClient.execute_cell
 
     def execute(self, cell, index):
         cells.append((cell, index))
-        if not cell.source.strip():   # as nbclient: an empty cell is not sent, so it has no status
-            self.ran.append(index)
-            return
         real_execute(self, cell, index)
     monkeypatch.setattr(_FakeClient, "execute_cell", execute)
-    removed = []
+    removed, real_rmtree = [], shutil.rmtree
 
     def rmtree(path, ignore_errors=False):
         if not ignore_errors:
             raise PermissionError(f"cannot delete {path}")
         removed.append(path)
     monkeypatch.setattr(shutil, "rmtree", rmtree)
-    monkeypatch.setattr(_grader, "may_use", lambda stage: {"04.1": [f"for {stage}"]})
-    import course_lib.courseware.grader as module
-    original_assemble = module.assemble
+    original_assemble = _grader.assemble
 
     def assemble_with_empty_answer(trusted, submission):
         nb, tamper, notes = original_assemble(trusted, submission)
         cell(nb, "ex04_2").source = ""
         return nb, tamper, notes
-    monkeypatch.setattr(module, "assemble", assemble_with_empty_answer)
-    (statuses, judged, notes, reason), client, requests, managers, honest = _run_fake(monkeypatch)
-    assert reason == "" and judged == honest and 7 not in statuses and removed == [managers[0][1]]
+    monkeypatch.setattr(_grader, "assemble", assemble_with_empty_answer)
+    (statuses, judged, notes, reason), client, log, found = _run_fake(monkeypatch)
+    scratch = log["managers"][0][1]
+    real_rmtree(scratch)   # what the grader could not delete, the test does
+    assert reason == "" and judged == found and 7 not in statuses
+    assert removed == [scratch, Path(f"{scratch}-lib")]   # both folders, whether or not they were made
     assert all(c is client.nb.cells[i] for c, i in cells) and client.nb.cells[7].source == ""
-    assert client.cleanup_kc is True   # the kernel is shut down afterwards although nbclient did not start it
-    judge_source = eval(requests[-1][2].split("b.exec(", 1)[1].split(", g)", 1)[0])
-    assert "\nMAY_USE = {'04.1': ['for 04']}\n" in judge_source
+    assert client.cleanup_kc is True
 
 
 def test_a_plain_import_is_judged_by_its_modules_not_as_names_taken_from_one():

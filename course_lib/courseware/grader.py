@@ -1,29 +1,30 @@
 """``course check``: grades an instructor can trust, one notebook or a whole class.
 
+The judge never runs where student code ran. A submission's answers run in a *worker*: a fresh Jupyter kernel in
+the sandbox of ``course_lib.courseware.sandbox`` (bubblewrap where available: no network, read-only files, the
+solutions and the rest of the course folder hidden, memory and process limits, API keys removed). The grader, a
+process no submission code runs in, asks the worker for each case's outcome: a public case by its place in the
+exercise's table, a hidden case by its inputs (``observe.Probe``: plain data). It receives plain data back (a
+value, or that the call raised, with the exception's class names and message) and judges it itself against the
+expectations, which never enter the worker (the hidden cases live in ``solutions/hidden/``; ``hidden``). Nothing
+the worker says about success counts: a lying worker can only claim values, and to claim the right value for inputs
+it sees for the first time it must compute it. What it could compute it with is cut down too: in the worker,
+the finished modules of the graded stage and of later ones hold only what the notebook hands out
+(``worker_lib``), so borrowing the course's own answer fails with ImportError.
+
 Fail closed. The grader builds the notebook it runs from the source it trusts, the solution notebook: its
-set-up, check and hidden-test cells, and its text. From the submission it takes only the answer cells
-(nbgrader ``solution`` cells, by ``grade_id``). A graded cell that is missing, duplicated, of another type
-or re-tagged is tampering, and fails that exercise; cells a student added are not run (the report says so).
+set-up and check cells and its text. From the submission it takes only the answer cells (nbgrader ``solution``
+cells, by ``grade_id``). A graded cell that is missing, duplicated, of another type or re-tagged is tampering, and
+fails that exercise; cells a student added are not run (the report says so). ``refusal`` reads each answer before
+it runs, as advice: a note says what it reaches for that no exercise needs; no grade rests on it.
 
-Results the submission cannot print. Pass or fail comes from what the grader observes from outside: the
-kernel's execution replies for the answer and hidden-test cells, and the exercise's cases re-run by the
-grader itself (``checks.run_cases``, freshly re-imported) in a silent request whose result travels back
-in the reply (``user_expressions``), not as printed output. Before every trusted cell a silent request
-undoes what a submission may have installed (event hooks, custom exception handlers, AST transformers,
-tracers). The code run there is two ordinary modules, ``kernel_judge`` and ``kernel_borrows``, sent as their source
-and never imported in the kernel. Code that runs inside the kernel can still, in principle, reach the grader's
-own objects there; this raises the bar far above printing a fake ✓, but it is not a proof against a determined
-attacker.
-
-Isolation and survival. Each notebook runs in a fresh kernel in a scratch folder, inside the sandbox of
-``course_lib.courseware.sandbox`` (bubblewrap where available: no network, read-only files, solutions hidden), with
-API keys removed, a time limit per cell, and a cap on output. A dead kernel, a timeout, an unreadable file
-fail that notebook with the reason; the batch goes on. ``grade_all`` runs notebooks in parallel.
+Survival. A dead kernel, a timeout, an unreadable file fail that notebook with the reason; the batch goes on.
+``grade_all`` runs notebooks in parallel.
 """
 from __future__ import annotations
 
 import ast
-import inspect
+import functools
 import json
 import os
 import re
@@ -35,17 +36,20 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import kernel_borrows, kernel_judge, sandbox
-from .hidden_asserts import explained
+from . import hidden as hidden_cases, observe, sandbox, worker_lib
 from .notebook_marks import ROOT, SOLUTION, grade_id as _grade_id, stub as _stub
 
 CHECK_CALL = re.compile(r"""check\(\s*["'](\d\d\.\d+)["']\s*,\s*([A-Za-z_]\w*)""")
 MAX_NOTEBOOK_BYTES = 50_000_000   # a submission larger than this is not read at all
 OUTPUT_CAP = 2_000_000   # characters of output kept per notebook; the rest is dropped, and the report says so
-# The Python the grader runs inside the kernel: real modules, sent as their source (see their docstrings).
-RESET = inspect.getsource(kernel_judge) + "result = reset()\n"
-BORROWS = inspect.getsource(kernel_borrows)   # sent after a line setting FINISHED, before JUDGE
-JUDGE = inspect.getsource(kernel_judge) + "result = judge(STAGE, CANDIDATES, MAY_USE, _borrows)\n"
+MAX_REPLY = 50_000_000   # characters of the worker's outcomes; more fails the notebook
+# What the worker runs after the notebook's cells: the outcomes of every case asked for (observe.observe_all).
+OBSERVE = """
+import json
+import IPython
+from course_lib.courseware import observe
+result = json.dumps(observe.observe_all(IPython.get_ipython().user_ns, PLAN))
+"""
 
 
 def _expression(source: str) -> str:
@@ -111,6 +115,7 @@ def assemble(trusted, submission) -> tuple[object, dict[str, list[str]], list[st
     """The notebook to run, the tampering found per exercise, and notes. ``trusted`` is the solution notebook."""
     import nbformat
     tamper: dict[str, list[str]] = {}
+    advice: list[str] = []
     by_id: dict[str, list] = {}
     for cell in submission.cells:
         if _grade_id(cell):
@@ -131,19 +136,19 @@ def assemble(trusted, submission) -> tuple[object, dict[str, list[str]], list[st
             tamper.setdefault(exercise, []).append(f"cell '{gid}' {problem}")
         if meta.get("solution"):   # the only cells the submission decides
             why = None if problem else refusal(theirs[0].source, exercise[:2])
-            if why:   # not run at all: the stub stands in for it
-                tamper.setdefault(exercise, []).append(
-                    f"refused: answer cell '{gid}' was not run because {why} (see the notebook's note on imports)")
-            source = SOLUTION.sub(_stub, cell.source) if problem or why else theirs[0].source
-        else:   # a hidden test runs rewritten so that a failure names its case, expected and got
-            source = explained(cell.source) if gid.endswith("_hidden") else cell.source
+            if why:   # advice only: the cell runs, and is judged on what it returns like any other
+                advice.append(f"answer cell '{gid}': {why}; no exercise needs that (see the notebook's note on "
+                              "imports); it ran all the same")
+            source = SOLUTION.sub(_stub, cell.source) if problem else theirs[0].source
+        else:   # a hidden-test cell is not run where the answers run: the grader judges its cases itself
+            source = "" if gid.endswith("_hidden") else cell.source
         cells.append(_copy(cell, source))
     known = {_grade_id(c) for c in trusted.cells if _grade_id(c)}
     plain = {c.source.strip() for c in trusted.cells if c.cell_type == "code" and not _grade_id(c)}
     added = [c for c in submission.cells if c.cell_type == "code" and c.source.strip()
              and (_grade_id(c) not in known if _grade_id(c) else c.source.strip() not in plain)]
-    notes = [f"{len(added)} code cell(s) you added were not run: only the answer cells are graded, so put "
-             "helper code inside an answer cell"] if added else []
+    notes = advice + ([f"{len(added)} code cell(s) you added were not run: only the answer cells are graded, so put "
+                       "helper code inside an answer cell"] if added else [])
     edited = [g for g, found in by_id.items() if g in known and len(found) == 1 and not _nbgrader(found[0]).get(
         "solution") and found[0].source.strip() != _source(trusted, g).strip() and not g.endswith("_hidden")]
     if edited:
@@ -194,6 +199,14 @@ STAGE_MODULES = {"01": ("course_lib.workspace", "course_lib.tools"), "02": ("cou
 def finished(stage: str) -> set[str]:
     """The modules an answer of ``stage`` may not use: its own stage's finished version and every later one's."""
     return {m for s, modules in STAGE_MODULES.items() if s >= stage for m in modules}
+
+
+def withheld(stage: str) -> dict[str, frozenset[str]]:
+    """Finished names the notebook hands out that are an exercise's own answer (its stage module's ``WITHHELD``):
+    graded in a worker of its own where they refuse to work."""
+    from importlib import import_module
+    module = import_module(f"course_lib.courseware.exercises.stage{stage}")
+    return {ex: frozenset(names) for ex, names in getattr(module, "WITHHELD", {}).items()}
 
 
 def may_use(stage: str) -> dict[str, list[str]]:
@@ -332,35 +345,54 @@ def _silent(client, code: str, timeout: float, expression: str | None = None) ->
     return (reply or {}).get("content", {})
 
 
-def _trusted_shape(data: dict, candidates: dict) -> dict | None:
-    """The judge's answer, only if it has exactly the shape the grader expects: for every exercise, one row per
-    case of the trusted case table, with its label, in order. Anything else is None (the notebook fails)."""
-    from .checks import exercise as trusted_exercise
+@functools.cache
+def _roots(stage: str, setup: tuple[str, ...]):
+    return worker_lib.roots(stage, list(setup), finished(stage), may_use(stage))
+
+
+@functools.cache
+def _cut(stage: str, setup: tuple[str, ...], keep_out: frozenset):
+    """The worker's cut modules for ``stage`` (read once per grading process)."""
+    return worker_lib.cut(stage, finished(stage), _roots(stage, setup), keep_out)
+
+
+def _outcomes(data: dict, plan: dict) -> dict | None:
+    """The worker's outcomes, only in the shape asked for: per exercise of ``plan``, whether the answer is defined,
+    and if it is, lists of outcomes (no more than the cases asked) and a few strings. Anything else is None (the
+    notebook fails). What each outcome says is judged later, case by case (``observe.row_of``)."""
+    from .checks import exercise as public_exercise
     try:
-        found = json.loads(ast.literal_eval(data["data"]["text/plain"]))
-        assert isinstance(found, dict) and set(found) == set(candidates)
+        text = data["data"]["text/plain"]
+        assert isinstance(text, str) and len(text) < MAX_REPLY
+        found = json.loads(ast.literal_eval(text))
+        assert isinstance(found, dict) and set(found) == set(plan)
         for ex, seen in found.items():
             assert isinstance(seen, dict) and isinstance(seen.get("defined"), bool)
-            assert seen.get("borrows") is None or isinstance(seen["borrows"], str)
-            result = seen.get("result")
-            if result is None:
+            if not seen["defined"]:
                 continue
-            labels = [c.label for c in trusted_exercise(ex).cases]
-            rows = result.get("cases")
-            assert isinstance(rows, list) and all(isinstance(r, dict) for r in rows)
-            assert result.get("not_implemented") or result.get("error") or [r.get("label") for r in rows] == labels
+            assert all(seen.get(k) is None or isinstance(seen[k], str) for k in ("qualname", "module"))
+            for key, asked in (("public", len(public_exercise(ex).cases)), ("hidden", len(plan[ex]["probes"]))):
+                assert isinstance(seen.get(key), list) and len(seen[key]) <= asked
         return found
     except Exception:
         return None
 
 
-def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str, hidden: list[Path]):
-    """Execute the assembled notebook; return (cell statuses, judge results, notes, reason)."""
+def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str, hidden: list[Path],
+        probes: dict[str, list[dict]] | None = None, keep_out: frozenset = frozenset()):
+    """Execute the assembled notebook in the worker, then ask it for every case's outcome (``probes``: the hidden
+    cases' specs per exercise); return (cell statuses, outcomes per exercise, notes, reason)."""
     from nbclient.exceptions import DeadKernelError
     scratch = Path(tempfile.mkdtemp(prefix="course-grade-"))
     for sub in ("work", "home", "tmp"):
         (scratch / sub).mkdir()
-    client = _client_class()(nb, km=sandbox.kernel_manager(level, scratch, hidden), timeout=timeout,
+    group, lib, replaced = sandbox.process_group(scratch), Path(f"{scratch}-lib"), {}
+    if level == "bubblewrap":   # only there can the finished modules be replaced by their cut versions
+        lib.mkdir()
+        setup = tuple(c.source for c in nb.cells if c.cell_type == "code" and not _grade_id(c))
+        replaced = worker_lib.prepare(_cut(stage, setup, keep_out), lib)
+    manager = sandbox.kernel_manager(level, scratch, hidden, group, replaced)
+    client = _client_class()(nb, km=manager, timeout=timeout,
                              kernel_name="python3", allow_errors=True, interrupt_on_timeout=True,
                              error_on_timeout={"ename": "TimeoutError",
                                                "evalue": f"the cell ran longer than {timeout} s"},
@@ -379,8 +411,6 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
                     if time.monotonic() > deadline:
                         reason = f"the notebook ran longer than {4 * timeout + 30} s in all"
                         break
-                    if not _nbgrader(cell).get("solution"):   # a trusted cell: undo hooks first
-                        _silent(client, "", timeout, _expression(RESET))
                     client.execute_cell(cell, index)
                     if client.statuses.get(index, ())[:2] == ("error", "TimeoutError"):   # no status: an empty cell
                         if not _silent(client, "pass", 5):   # still stuck after the interrupt: stop here
@@ -390,71 +420,83 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
                                       "cannot be stopped)")
                             break
                 if not reason:
-                    judge_source = (f"STAGE = {stage!r}\nCANDIDATES = {candidates!r}\nFINISHED = {finished(stage)!r}\n"
-                                    f"MAY_USE = {may_use(stage)!r}\n" + BORROWS + JUDGE)
-                    reply = _silent(client, "", timeout, _expression(judge_source))
+                    plan = {ex: {"name": name, "probes": (probes or {}).get(ex, [])} for ex, name in candidates.items()}
+                    source = f"PLAN = {plan!r}\n" + OBSERVE
+                    reply = _silent(client, "", 8 * timeout + 60, _expression(source))   # many cases, each limited
                     data = reply.get("user_expressions", {}).get("r", {})
                     if data.get("status") == "ok":
-                        judged = _trusted_shape(data, candidates)
+                        judged = _outcomes(data, plan)
                         if judged is None:
-                            reason = "the grader's own check came back in a shape it did not send (tampering)"
+                            reason = "the worker's outcomes came back in a shape the grader did not ask for"
+                    elif not reply:
+                        reason = "the worker did not send the outcomes of the cases in time"
                     else:
-                        reason = f"the grader's own check could not run ({data.get('ename')}: {data.get('evalue')})"
+                        reason = f"the worker could not run the cases ({data.get('ename')}: {data.get('evalue')})"
             except DeadKernelError:
                 reason = "the kernel died while running the notebook (os._exit, a crash, or out of memory)"
+            except Exception as e:   # noqa: BLE001 - messages the kernel garbled (a patched json, say): its fail
+                reason = f"the kernel's messages could not be read ({type(e).__name__}): the notebook broke its kernel"
     except RuntimeError as e:   # the kernel did not start at all
         raise GraderError(f"could not start a kernel ({level} sandbox): {e}") from None
     finally:
+        sandbox.end_group(group)
         shutil.rmtree(scratch, ignore_errors=True)
+        shutil.rmtree(lib, ignore_errors=True)
     if client.capped:
         notes.append(f"output was capped at {OUTPUT_CAP:,} characters")
     return client.statuses, judged, notes, reason
 
 
 # -- 3. judge each exercise from what was observed ---------------------------------------------------------------
-def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates: dict, allowed_reexport=()):
+def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates: dict, hidden: dict,
+          allowed_reexport=()):
+    """Each exercise's grade, decided here from the worker's outcomes judged against the trusted cases
+    (``hidden``: exercise → its hidden cases). The worker's word counts only against an answer (a cell that
+    raised, an answer that names course_lib as its module), never for one."""
     grades = []
     points = {_exercise_of(_grade_id(c)): int(_nbgrader(c).get("points") or 0)
               for c in trusted.cells if _grade_id(c).endswith("_hidden")}
     index = {_grade_id(c): i for i, c in enumerate(trusted.cells) if _grade_id(c)}
     for exercise, name in candidates.items():
-        prefix = "ex" + exercise.replace(".", "_")
-        status = lambda gid: statuses.get(index.get(gid), ("not run", None, None))   # no such cell: not run
+        answer = statuses.get(index.get("ex" + exercise.replace(".", "_")), ("not run", None, None))
         seen = (judged or {}).get(exercise) or {}
-        result = seen.get("result") or {}
-        failing = [row for row in result.get("cases", []) if not row.get("ok")]
-        answer, hidden = status(prefix), status(prefix + "_hidden")
+        own = seen.get("qualname") or None
+        public = observe.judged(exercise, None, seen.get("public"), own) if seen.get("defined") else None
+        secret = observe.judged(exercise, hidden.get(exercise, []), seen.get("hidden"), own) \
+            if seen.get("defined") else None
+        failing = [row.as_dict() for row in public.cases if not row.ok] if public else []
+        missed = [row for row in secret.cases if not row.ok] if secret else []
         if exercise in tamper:
-            detail = "; ".join(t if t.startswith("refused") else "tampering: " + t for t in tamper[exercise])
+            detail = "; ".join("tampering: " + t for t in tamper[exercise])
         elif answer[1] == "TimeoutError":
             detail = f"your answer cell was stopped: {answer[2]}"
         elif not seen.get("defined"):
             detail = f"your answer cell defines no `{name}`" if judged is not None else "not graded"
-        elif result.get("not_implemented"):
-            detail = "not implemented yet" + (f": `{result['stub']}` still raises NotImplementedError"
-                                              if result.get("stub") else "")
-        elif seen.get("borrows"):
-            detail = (f"`{name}` uses {seen['borrows']}, course_lib's finished version, not your own code: the "
-                      "exercise asks you to write it")
+        elif public.not_implemented or secret.not_implemented:
+            stub = public.stub or secret.stub
+            detail = "not implemented yet" + (f": `{stub}` still raises NotImplementedError" if stub else "")
         elif str(seen.get("module")).startswith("course_lib") and name not in allowed_reexport:
             detail = (f"`{name}` is course_lib's finished version ({seen['module']}), not your own: the exercise "
                       "asks you to write it")
-        elif result.get("error"):
-            detail = f"the check could not run: {result['error']}"
+        elif public.error or secret.error:
+            error = public.error or secret.error
+            detail = error if error.startswith("the check could not run") else f"the check could not run: {error}"
         elif failing:
-            detail = f"{len(result['cases']) - len(failing)}/{len(result['cases'])} cases passed in check()"
+            detail = f"{len(public.cases) - len(failing)}/{len(public.cases)} cases passed in check()"
         elif answer[0] == "error":
             detail = f"your answer cell raised {answer[1]}: {answer[2]}"
-        elif hidden[0] != "ok":
-            detail = (f"hidden tests failed: {hidden[1]}: {hidden[2]}" if hidden[0] == "error"
-                      else f"hidden tests did not run ({hidden[0]})")
+        elif missed or not secret.cases:
+            first = missed[0] if missed else None
+            detail = (f"hidden tests failed: {len(missed)} of {len(secret.cases)} hidden cases; the first: "
+                      f"{first.label}: expected {first.expected}, got {first.got}" if first else
+                      "hidden tests did not run (no hidden cases)")
         else:
             detail = None
         passed = detail is None   # every test above found nothing wrong
         if passed:
-            detail = f"{len(result['cases'])}/{len(result['cases'])} cases passed, hidden tests passed"
+            detail = f"{len(public.cases)}/{len(public.cases)} cases passed, {len(secret.cases)} hidden cases passed"
         # every failing row: the report shows five and counts the rest
-        worth = points.get(exercise, 0)   # no hidden-test cell: nothing to earn (and it cannot pass)
+        worth = points.get(exercise, 0)   # no hidden-test cell: nothing to earn
         grades.append(ExerciseGrade(exercise, passed, detail[:500], worth if passed else 0, worth, failing))
     return grades
 
@@ -468,6 +510,11 @@ def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level:
     trusted = nbformat.read(trusted_path, as_version=4)
     candidates = {m[1]: m[2] for c in trusted.cells if _grade_id(c).endswith("_check")
                   for m in [CHECK_CALL.search(c.source)] if m}
+    try:
+        secret = {ex: hidden_cases.cases(ex, trusted_path.parent) for ex in candidates}
+    except (OSError, KeyError, AttributeError, SyntaxError) as e:
+        raise GraderError(f"the hidden cases of stage {stage} cannot be read "
+                          f"({type(e).__name__}: {e}): they belong in {trusted_path.parent / 'hidden'}") from None
     level = level or sandbox.isolation()
     result = Grade(str(notebook), stage, [], isolation=sandbox.DESCRIPTIONS[level])
     try:
@@ -485,15 +532,25 @@ def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level:
     hidden = [trusted_path.parent.resolve(), (ROOT / "solutions").resolve(), (ROOT / ".git").resolve()]
     needed = sandbox._needed()   # the submissions' folders too (no copying a classmate), unless Python is in them
     hidden += [d for d in map(Path, hide) if not any(n.is_relative_to(d) for n in needed)]
-    statuses, judged, notes, result.reason = run(nb, stage, candidates, timeout=timeout, level=level,
-                                                  hidden=hidden)
-    result.notes += notes
-    result.exercises = judge(trusted, statuses, judged, tamper, candidates)
+    probes = {ex: [case.call.spec() for case in cases] for ex, cases in secret.items()}
+    groups: dict[frozenset, dict[str, str]] = {}   # one worker per set of withheld names (most stages: one)
+    for ex, name in candidates.items():
+        groups.setdefault(withheld(stage).get(ex, frozenset()) if level == "bubblewrap" else frozenset(), {})[ex] = name
+    statuses, judged = {}, {}
+    for keep_out, group in sorted(groups.items(), key=lambda g: len(g[0])):
+        seen, outcomes, notes, reason = run(nb, stage, group, timeout=timeout, level=level, hidden=hidden,
+                                            probes=probes, keep_out=keep_out)
+        answers = {i for i, c in enumerate(nb.cells) if _exercise_of(_grade_id(c) or "ex00_0") in group}
+        statuses.update({i: s for i, s in seen.items() if not statuses or i in answers})
+        judged = None if outcomes is None or judged is None else {**judged, **outcomes}
+        result.notes += [n for n in notes if n not in result.notes]
+        result.reason = result.reason or reason
+    result.exercises = judge(trusted, statuses, judged, tamper, candidates, secret)
     result.errors = [f"cell {i}: {s[1]}: {s[2]}" for i, s in sorted(statuses.items())
                      if s[0] == "error" and not _grade_id(nb.cells[i])]
     if result.reason:
         for ex in result.exercises:
-            if ex.passed is False and ex.detail in ("not graded", "hidden tests did not run (not run)"):
+            if ex.passed is False and ex.detail == "not graded":
                 ex.detail = "not graded: " + result.reason
     return result
 
@@ -558,14 +615,18 @@ def _shown(path: str) -> str:
     return str(path) if shown.startswith("..") else shown
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _safe(text: str) -> str:
+    """``text`` on one line with control characters (terminal escapes, newlines that would fake report lines a
+    submission could plant, in a message or a file name) shown as \\x.. escapes."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", str(text))
 
 
 def _lines(g: Grade) -> list[str]:
-    """The report of one notebook, with control characters (terminal escapes a submission could plant) shown as
-    \\x.. escapes instead of being sent to the instructor's terminal."""
-    lines = [_CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}", line) for line in _report(g)]
-    return lines
+    """The report of one notebook, each line made safe for the instructor's terminal."""
+    return [_safe(line) for line in _report(g)]
 
 
 def _report(g: Grade) -> list[str]:
@@ -604,8 +665,8 @@ def cmd_check(args) -> int:
         if args.json:
             return
         mark = "GRADER FAILED" if problem else "passed" if g.passed else "failed"
-        lines = _lines(g) if g else [f"    {problem}"]
-        print("\n".join([f"[{i + 1}/{total}] {_shown(notebooks[i])}: {mark}", *lines]), flush=True)
+        lines = _lines(g) if g else [f"    {_safe(problem)}"]
+        print("\n".join([f"[{i + 1}/{total}] {_safe(_shown(notebooks[i]))}: {mark}", *lines]), flush=True)
 
     grades, problems = grade_all(notebooks, stage, solutions_dir=solutions_dir, timeout=args.timeout,
                                  jobs=args.jobs, on_done=progress)
