@@ -121,3 +121,190 @@ def test_a_name_handed_out_for_another_exercise_refuses_to_work_where_its_own_ex
     exec(next(s for s in sources.values() if f" {name}" in s and "LookupError" in s), space)
     with pytest.raises(LookupError, match=f"{name}: this exercise asks you to write it"):
         space[name]([])
+
+
+# The helpers one by one, on a small package of their own (worker_lib.PACKAGE pointed at it), so each rule of the
+# cut is pinned by a case a wrong rule would fail.
+FAKE = {
+    "__init__.py": '"""The fake course_lib."""\n',
+    "tools.py": "def calculator(x):\n    return x\n\ndef lookup(k):\n    return k\n",
+    "agent.py": ('"""The loop."""\nfrom __future__ import annotations\n\nimport json\nimport os as system\n'
+                 "from .tools import calculator, lookup\n\nLIMIT = 3\nOTHER = 4\n\n"
+                 "def helper():\n    return LIMIT + calculator(1)\n\n"
+                 "class Agent:\n    def run(self):\n        return helper()\n\n"
+                 "def unused():\n    return json.dumps(OTHER) + system.sep + lookup('x')\n"),
+    "models/__init__.py": ('"""Models."""\nfrom importlib import import_module\n\nfrom .base import Reply\n\n'
+                           "_LAZY = {'Scripted': '.scripted', 'Remote': '.remote'}\n\n"
+                           "def __getattr__(name):\n    return getattr(import_module(_LAZY[name], __name__), name)\n"),
+    "models/base.py": "class Reply:\n    pass\n",
+    "models/scripted.py": "from .base import Reply\n\nclass Scripted:\n    kind = Reply\n",
+    "models/remote.py": "from ..tools import lookup\n\nclass Remote:\n    pass\n",
+}
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    package = tmp_path / "course_lib"
+    for name, source in FAKE.items():
+        (package / name).parent.mkdir(parents=True, exist_ok=True)
+        (package / name).write_text(source)
+    monkeypatch.setattr(worker_lib, "PACKAGE", package)
+    return package
+
+
+def test_file_finds_a_module_or_a_package_of_the_course_only(fake):
+    assert worker_lib._file("course_lib.tools") == fake / "tools.py"
+    assert worker_lib._file("course_lib.models") == fake / "models" / "__init__.py"
+    assert worker_lib._file("course_lib.models.base") == fake / "models" / "base.py"
+    assert worker_lib._file("course_lib") == fake / "__init__.py"
+    assert worker_lib._file("course_lib.missing") is None and worker_lib._file("json") is None
+    assert worker_lib._file("other.tools") is None
+
+
+def test_a_relative_import_is_read_from_the_module_or_the_package_it_is_in(fake):
+    node = lambda source: ast.parse(source).body[0]
+    assert worker_lib._absolute("course_lib.agent", node("from .tools import x")) == "course_lib.tools"
+    assert worker_lib._absolute("course_lib.agent", node("from . import tools")) == "course_lib"
+    assert worker_lib._absolute("course_lib.models.remote", node("from ..tools import x")) == "course_lib.tools"
+    assert worker_lib._absolute("course_lib.models.remote", node("from .base import x")) == "course_lib.models.base"
+    assert worker_lib._absolute("course_lib.models", node("from .base import x")) == "course_lib.models.base"
+    assert worker_lib._absolute("course_lib.models", node("from ..tools import x")) == "course_lib.tools"
+    assert worker_lib._absolute("course_lib.agent", node("from json import x")) == "json"
+
+
+def test_imports_names_each_course_pair_and_leaves_out_other_packages(fake):
+    tree = ast.parse("import json\nimport course_lib.tools\nfrom course_lib.agent import Agent as A, LIMIT\n"
+                     "from collections import deque\nclass C:\n    from course_lib.tools import lookup\n"
+                     "f = lambda: 1\ndef g():\n    from course_lib.agent import helper\n")
+    assert worker_lib.imports("__main__", tree) == [("course_lib.tools", None), ("course_lib.agent", "Agent"),
+                                                    ("course_lib.agent", "LIMIT"), ("course_lib.tools", "lookup"),
+                                                    ("course_lib.agent", "helper")]
+    assert sorted(worker_lib.imports("__main__", tree, nested=False), key=str) == sorted([
+        ("course_lib.tools", None), ("course_lib.agent", "Agent"), ("course_lib.agent", "LIMIT"),
+        ("course_lib.tools", "lookup")], key=str)   # a class body runs on import, a function body does not
+    lam = ast.parse("g = lambda: __import__('x')\nh = (lambda: 0)\n")
+    assert list(worker_lib._run_on_import(lam))[0] is lam and not any(
+        isinstance(n, ast.Call) for n in worker_lib._run_on_import(lam))
+
+
+def test_a_submodule_bound_under_another_name_is_followed_by_that_name(fake):
+    tree = ast.parse("from course_lib import tools as t\nt.calculator(1)\ntools.lookup\n")
+    assert worker_lib.imports("__main__", tree) == [("course_lib.tools", "calculator")]
+    tree = ast.parse("from course_lib import tools\ntools.calculator.__name__\n")
+    assert worker_lib._attributes(tree, "course_lib.tools", "tools") == [("course_lib.tools", "calculator")]
+    assert worker_lib._attributes(ast.parse("print(tools)"), "course_lib.tools", "tools") == [
+        ("course_lib.tools", None)]
+    assert worker_lib._attributes(ast.parse("x.tools.y"), "course_lib.tools", "tools") == []
+
+
+def test_defines_and_uses_name_what_a_statement_binds_and_reads():
+    first = lambda source: ast.parse(source).body[0]
+    assert worker_lib._defines(first("def f(a):\n    b = 1")) == {"f"}
+    assert worker_lib._defines(first("async def f():\n    pass")) == {"f"}
+    assert worker_lib._defines(first("class C(B):\n    x = 1")) == {"C"}
+    assert worker_lib._defines(first("import os.path, json as j")) == {"os", "j"}
+    assert worker_lib._defines(first("from a import b, c as d")) == {"b", "d"}
+    assert worker_lib._defines(first("x, (y, z) = w")) == {"x", "y", "z"}
+    assert worker_lib._defines(first("n += m")) == {"n"}
+    assert worker_lib._defines(first("print(q)")) == set()
+    assert worker_lib._uses(first("x = f(y) + z.attr")) == {"x", "f", "y", "z"}
+
+
+def test_lazy_reads_either_table_and_only_at_the_top(fake):
+    assert worker_lib._lazy(ast.parse("_LAZY = {'A': '.a'}")) == {"A": ".a"}
+    assert worker_lib._lazy(ast.parse("x = 1\n_EXPORTS = {'B': 'b'}")) == {"B": "b"}
+    assert worker_lib._lazy(ast.parse("TABLE = {'A': '.a'}\ndef f():\n    _LAZY = {'C': 'c'}")) == {}
+    assert worker_lib._lazy(ast.parse("a.b = 1\n_LAZY = {}")) == {}
+
+
+def test_a_withheld_class_or_function_raises_lookup_error_naming_itself():
+    space = {}
+    exec(worker_lib._withheld("Store") + worker_lib._withheld("split"), space)
+    assert isinstance(space["Store"], type)
+    for name in ("Store", "split"):
+        with pytest.raises(LookupError) as caught:
+            space[name](1, key=2)
+        assert caught.value.args == (f"{name}: this exercise asks you to write it",)
+
+
+def test_slice_keeps_what_the_names_need_in_order_and_prunes_the_imports(fake):
+    tree = ast.parse(FAKE["agent.py"])
+    source, needed = worker_lib._slice("course_lib.agent", tree, {"Agent"})
+    assert source.startswith(worker_lib.PLACEHOLDER)
+    body = ast.parse(source).body
+    assert ast.get_docstring(ast.parse(source)) == "The loop."
+    assert [ast.unparse(s).split("\n")[0] for s in body[1:]] == [
+        "from __future__ import annotations", "from .tools import calculator", "LIMIT = 3", "def helper():",
+        "class Agent:"]
+    assert needed == {("course_lib.tools", "calculator")}
+    source, needed = worker_lib._slice("course_lib.agent", tree, {"unused"})
+    assert "import json" in source and "import os as system" in source and "LIMIT" not in source
+    assert needed == {("course_lib.tools", "lookup")}
+    source, _ = worker_lib._slice("course_lib.agent", tree, set())
+    assert ast.unparse(ast.parse(source)).strip() == '"""The loop."""\nfrom __future__ import annotations'
+
+
+def test_slice_turns_a_withheld_name_into_its_stand_in_and_drops_what_only_it_needed(fake):
+    tree = ast.parse(FAKE["agent.py"])
+    source, needed = worker_lib._slice("course_lib.agent", tree, {"Agent", "helper"}, frozenset({"Agent"}))
+    assert "return helper()" not in source and "def helper" in source
+    assert source.endswith(worker_lib._withheld("Agent")) and needed == {("course_lib.tools", "calculator")}
+    source, _ = worker_lib._slice("course_lib.agent", tree, {"helper"}, frozenset({"Agent"}))
+    assert "Agent" not in source   # withheld but not asked for: neither the class nor a stand-in
+
+
+def test_slice_of_a_lazy_package_keeps_the_table_of_the_names_asked_for(fake):
+    tree = ast.parse(FAKE["models/__init__.py"])
+    source, needed = worker_lib._slice("course_lib.models", tree, {"Scripted"})
+    assert "_LAZY = {'Scripted': '.scripted'}" in source and "def __getattr__" in source
+    assert "from importlib import import_module" in source and "from .base import Reply" not in source
+    assert needed == {("course_lib.models.scripted", "Scripted")}
+    _, needed = worker_lib._slice("course_lib.models", tree, {"Reply"})
+    assert needed == {("course_lib.models.base", "Reply")}
+
+
+def test_cut_follows_names_across_modules_and_leaves_a_placeholder_where_nothing_is_needed(fake):
+    finished = {"course_lib.agent", "course_lib.models", "course_lib.models.remote", "course_lib.models.scripted"}
+    sources = worker_lib.cut("06", finished, {("course_lib.models", "Scripted"), ("course_lib.nothing", "x"),
+                                              ("json", None)})
+    assert set(sources) == {fake / "agent.py", fake / "models" / "__init__.py", fake / "models" / "remote.py",
+                            fake / "models" / "scripted.py"}
+    assert sources[fake / "agent.py"] == sources[fake / "models" / "remote.py"] == worker_lib.PLACEHOLDER
+    assert "class Scripted" in sources[fake / "models" / "scripted.py"]
+    assert "'Remote'" not in sources[fake / "models" / "__init__.py"]
+
+
+def test_cut_follows_a_module_kept_whole_and_its_package(fake):
+    (fake / "models" / "uses.py").write_text("from ..agent import helper\n")
+    sources = worker_lib.cut("06", {"course_lib.agent", "course_lib.models"}, {("course_lib.models.uses", None)})
+    agent = sources[fake / "agent.py"]
+    assert "def helper" in agent and "class Agent" not in agent
+    assert sources[fake / "models" / "__init__.py"] == worker_lib.PLACEHOLDER + '"""Models."""\n'
+    assert worker_lib.cut("06", {"course_lib.agent"}, {("course_lib.tools", None)}) == {
+        fake / "agent.py": worker_lib.PLACEHOLDER}   # tools, kept whole, imports nothing finished
+    with pytest.raises(ValueError, match="stage 06's worker would need all of course_lib.agent"):
+        worker_lib.cut("06", {"course_lib.agent"}, {("course_lib.models.uses", None), ("course_lib.agent", None)})
+
+
+def test_prepare_writes_each_cut_source_under_a_numbered_name(tmp_path):
+    sources = {tmp_path / "b" / "x.py": "B\n", tmp_path / "a" / "x.py": "A\n"}
+    folder = tmp_path / "out"
+    folder.mkdir()
+    replaced = worker_lib.prepare(sources, folder)
+    assert replaced == {tmp_path / "a" / "x.py": folder / "00_x.py", tmp_path / "b" / "x.py": folder / "01_x.py"}
+    assert (folder / "00_x.py").read_text() == "A\n" and (folder / "01_x.py").read_text() == "B\n"
+
+
+def test_available_lists_the_names_kept_without_imports_and_leaves_out_empty_modules(fake):
+    kept = worker_lib.available("06", {"course_lib.agent", "course_lib.models"}, {("course_lib.agent", "Agent")})
+    assert kept == {"agent.py": ["Agent", "LIMIT", "helper"]}
+
+
+def test_roots_start_from_the_set_up_cells_the_cases_module_and_what_is_handed_over():
+    finished = grader.finished("10")
+    found = worker_lib.roots("10", ["from course_lib.tools import calculator\n"], finished,
+                             {"10.2": ["split_steps"], "10.3": []})
+    assert {("course_lib.courseware.exercises.stage10", None), ("course_lib.courseware.checks", None),
+            ("course_lib.courseware.observe", None), ("course_lib.tools", "calculator"),
+            ("course_lib.memory", "split_steps")} <= found
+    assert not {(m, "split_steps") for m in finished if m != "course_lib.memory"} & found   # defined there only
