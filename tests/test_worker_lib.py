@@ -3,6 +3,7 @@ exactly what its notebook hands out, and none of the functions its exercises ask
 from __future__ import annotations
 
 import ast
+import inspect
 import glob
 import subprocess
 import sys
@@ -43,8 +44,12 @@ def setup(stage: str) -> tuple[str, ...]:
     return tuple(c.source for c in nb.cells if c.cell_type == "code" and not grader._grade_id(c))
 
 
+def start(stage: str) -> set:   # not grader._roots: that one is cached, and these tests are about worker_lib
+    return worker_lib.roots(stage, list(setup(stage)), grader.finished(stage), grader.may_use(stage))
+
+
 def kept(stage: str) -> dict:
-    return worker_lib.available(stage, grader.finished(stage), grader._roots(stage, setup(stage)))
+    return worker_lib.available(stage, grader.finished(stage), start(stage))
 
 
 @pytest.mark.parametrize("stage", STAGES)
@@ -60,7 +65,7 @@ def test_no_function_an_exercise_asks_for_is_in_its_stage_s_worker(stage):
 
 @pytest.mark.parametrize("stage", STAGES)
 def test_every_cut_source_is_python_that_says_it_was_cut(stage):
-    for path, source in worker_lib.cut(stage, grader.finished(stage), grader._roots(stage, setup(stage))).items():
+    for path, source in worker_lib.cut(stage, grader.finished(stage), start(stage)).items():
         ast.parse(source)
         assert source.startswith(worker_lib.PLACEHOLDER) and path.is_file()
 
@@ -116,7 +121,7 @@ def test_in_the_sandbox_the_finished_function_is_gone_whatever_the_route(tmp_pat
 def test_a_name_handed_out_for_another_exercise_refuses_to_work_where_its_own_exercise_is_graded(stage, exercise,
                                                                                                   name):
     assert grader.withheld(stage) == {exercise: frozenset({name})}
-    sources = grader._cut(stage, setup(stage), grader.withheld(stage)[exercise])
+    sources = worker_lib.cut(stage, grader.finished(stage), start(stage), grader.withheld(stage)[exercise])
     space = {}
     exec(next(s for s in sources.values() if f" {name}" in s and "LookupError" in s), space)
     with pytest.raises(LookupError, match=f"{name}: this exercise asks you to write it"):
@@ -220,7 +225,7 @@ def test_lazy_reads_either_table_and_only_at_the_top(fake):
 def test_a_withheld_class_or_function_raises_lookup_error_naming_itself():
     space = {}
     exec(worker_lib._withheld("Store") + worker_lib._withheld("split"), space)
-    assert isinstance(space["Store"], type)
+    assert isinstance(space["Store"], type) and inspect.isfunction(space["split"])
     for name in ("Store", "split"):
         with pytest.raises(LookupError) as caught:
             space[name](1, key=2)
@@ -279,7 +284,7 @@ def test_cut_follows_a_module_kept_whole_and_its_package(fake):
     sources = worker_lib.cut("06", {"course_lib.agent", "course_lib.models"}, {("course_lib.models.uses", None)})
     agent = sources[fake / "agent.py"]
     assert "def helper" in agent and "class Agent" not in agent
-    assert sources[fake / "models" / "__init__.py"] == worker_lib.PLACEHOLDER + '"""Models."""\n'
+    assert sources[fake / "models" / "__init__.py"] == worker_lib.PLACEHOLDER   # runs, and hands out nothing
     assert worker_lib.cut("06", {"course_lib.agent"}, {("course_lib.tools", None)}) == {
         fake / "agent.py": worker_lib.PLACEHOLDER}   # tools, kept whole, imports nothing finished
     with pytest.raises(ValueError, match="stage 06's worker would need all of course_lib.agent"):
@@ -308,3 +313,57 @@ def test_roots_start_from_the_set_up_cells_the_cases_module_and_what_is_handed_o
             ("course_lib.courseware.observe", None), ("course_lib.tools", "calculator"),
             ("course_lib.memory", "split_steps")} <= found
     assert not {(m, "split_steps") for m in finished if m != "course_lib.memory"} & found   # defined there only
+
+
+def test_a_module_without_a_docstring_keeps_no_first_statement_it_does_not_need(fake):
+    tree = ast.parse("X = 1\nY = 2\n")
+    assert worker_lib._slice("course_lib.tools", tree, {"Y"})[0] == worker_lib.PLACEHOLDER + "Y = 2\n"
+    assert worker_lib._slice("course_lib.tools", ast.parse(""), set())[0] == worker_lib.PLACEHOLDER + "\n"
+
+
+def test_slice_keeps_a_dotted_import_by_its_first_name_and_every_stand_in(fake):
+    tree = ast.parse("import os.path\nimport sys\nclass A:\n    pass\ndef b():\n    return os.path.sep\n")
+    source, _ = worker_lib._slice("course_lib.tools", tree, {"A", "b"}, frozenset({"A", "b"}))
+    assert source == worker_lib.PLACEHOLDER + "\n" + worker_lib._withheld("A") + worker_lib._withheld("b")
+    source, _ = worker_lib._slice("course_lib.tools", tree, {"b"})
+    assert "import os.path" in source and "import sys" not in source
+
+
+def test_a_lazy_package_that_also_defines_names_keeps_both_kinds(fake):
+    tree = ast.parse(FAKE["models/__init__.py"])
+    source, needed = worker_lib._slice("course_lib.models", tree, {"Scripted", "Reply"})
+    assert "from .base import Reply" in source and "_LAZY = {'Scripted': '.scripted'}" in source
+    assert needed == {("course_lib.models.base", "Reply"), ("course_lib.models.scripted", "Scripted")}
+
+
+def test_the_package_s_exports_table_names_modules_without_a_dot(fake):
+    (fake / "__init__.py").write_text(
+        "from importlib import import_module\n_EXPORTS = {'calculator': 'tools', 'Agent': 'agent'}\n"
+        "__all__ = sorted(_EXPORTS)\n\ndef __getattr__(name):\n"
+        "    return getattr(import_module(f'.{_EXPORTS[name]}', __name__), name)\n")
+    source, needed = worker_lib._slice("course_lib", worker_lib._tree(fake / "__init__.py"), {"calculator"})
+    assert "_EXPORTS = {'calculator': 'tools'}" in source and "__all__" not in source
+    assert needed == {("course_lib.tools", "calculator")}
+    sources = worker_lib.cut("06", {"course_lib", "course_lib.agent"}, {("course_lib", "Agent")})
+    assert "class Agent" in sources[fake / "agent.py"] and "'calculator'" not in sources[fake / "__init__.py"]
+
+
+def test_cut_goes_on_past_a_module_it_cannot_find(fake):
+    for unknown in ("course_lib.nothing", "json"):   # popped first: the roots are taken from the end
+        sources = worker_lib.cut("06", {"course_lib.agent"}, [("course_lib.agent", "Agent"), (unknown, None)])
+        assert "class Agent" in sources[fake / "agent.py"]
+
+
+def test_what_only_a_withheld_name_needed_is_not_kept_in_another_module(fake):
+    finished = {"course_lib.agent", "course_lib.tools"}
+    sources = worker_lib.cut("06", finished, [("course_lib.agent", "unused")], frozenset({"unused"}))
+    assert sources[fake / "tools.py"] == worker_lib.PLACEHOLDER
+    assert sources[fake / "agent.py"].endswith(worker_lib._withheld("unused"))
+    sources = worker_lib.cut("06", finished, [("course_lib.agent", "unused")])
+    assert "def lookup" in sources[fake / "tools.py"] and "def calculator" not in sources[fake / "tools.py"]
+
+
+def test_available_names_the_stage_when_the_cut_cannot_be_made(fake):
+    with pytest.raises(ValueError, match="stage 09's worker would need all of course_lib.agent"):
+        worker_lib.available("09", {"course_lib.agent"}, {("course_lib.agent", None)})
+

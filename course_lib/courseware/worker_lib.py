@@ -31,9 +31,13 @@ def _file(module: str) -> Path | None:
     return None
 
 
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _absolute(module: str, node: ast.ImportFrom) -> str:
     if not node.level:
-        return node.module or ""
+        return node.module
     package = module.split(".")[: -node.level] if not _file(module).name == "__init__.py" else \
         module.split(".")[: len(module.split(".")) - node.level + 1]
     return ".".join(package + ([node.module] if node.module else []))
@@ -94,7 +98,7 @@ def _uses(statement: ast.stmt) -> set[str]:
 def _lazy(tree: ast.Module) -> dict[str, str]:
     """A package's ``_LAZY`` / ``_EXPORTS`` table (name → module, relative), if it has one."""
     for statement in tree.body:
-        if isinstance(statement, ast.Assign) and any(getattr(t, "id", "") in ("_LAZY", "_EXPORTS")
+        if isinstance(statement, ast.Assign) and any(isinstance(t, ast.Name) and t.id in ("_LAZY", "_EXPORTS")
                                                      for t in statement.targets):
             return {k: v for k, v in ast.literal_eval(statement.value).items()}
     return {}
@@ -118,7 +122,7 @@ def _slice(module: str, tree: ast.Module, names: set[str], withheld: frozenset =
     wanted, kept = set(names), set()
     lazy = _lazy(tree)
     if wanted & set(lazy):
-        wanted |= {"__getattr__", "_LAZY", "_EXPORTS", "import_module"}
+        wanted.add("__getattr__")   # which brings the table and import_module with it
     changed = True
     while changed:
         changed = False
@@ -140,7 +144,8 @@ def _slice(module: str, tree: ast.Module, names: set[str], withheld: frozenset =
                 a for a in statement.names if (a.asname or a.name).split(".")[0] in wanted]})
         elif isinstance(statement, ast.Assign) and {"_LAZY", "_EXPORTS"} & _defines(statement):   # its names only
             table = {k: v for k, v in ast.literal_eval(statement.value).items() if k in names}
-            statement = ast.Assign(statement.targets, ast.parse(repr(table), mode="eval").body, lineno=0)
+            statement = ast.copy_location(ast.Assign(statement.targets, ast.parse(repr(table), mode="eval").body),
+                                          statement)
         out.append(statement)
     cut = ast.Module(docstring + out, [])
     needed = set(imports(module, cut))
@@ -169,20 +174,18 @@ def cut(stage: str, finished: set[str], roots: set[tuple[str, str | None]], with
             if name in needs[module]:
                 continue
             needs[module].add(name)
-            tree = ast.parse(_file(module).read_text(encoding="utf-8"))
-            todo += list(_slice(module, tree, needs[module], withheld)[1])
+            todo += list(_slice(module, _tree(_file(module)), needs[module], withheld)[1])
         elif module not in seen_whole:
             seen_whole.add(module)
-            todo += imports(module, ast.parse(_file(module).read_text(encoding="utf-8")), nested=False)
+            todo += imports(module, _tree(_file(module)), nested=False)
             parent = module.rpartition(".")[0]
-            if parent:   # importing a submodule runs its package first
-                todo.append((parent, None) if parent not in finished else (parent, "__doc__"))
+            if parent and parent not in finished:   # importing a submodule runs its package first (a finished
+                todo.append((parent, None))         # one runs as cut, or as the placeholder if nothing is needed)
     sources = {}
     for module in sorted(finished):
         path = _file(module)
         if path is not None:
-            tree = ast.parse(path.read_text(encoding="utf-8"))
-            sources[path] = _slice(module, tree, needs[module], withheld)[0] if needs[module] else PLACEHOLDER
+            sources[path] = _slice(module, _tree(path), needs[module], withheld)[0] if needs[module] else PLACEHOLDER
     return sources
 
 
@@ -192,12 +195,12 @@ def roots(stage: str, setup: list[str], finished: set[str], may_use: dict) -> se
     names ``may_use`` hands over (found in whichever finished module defines them)."""
     public = f"course_lib.courseware.exercises.stage{stage}"
     found = {(public, None), ("course_lib.courseware.checks", None), ("course_lib.courseware.observe", None)}
-    found |= set(imports(public, ast.parse(_file(public).read_text(encoding="utf-8"))))
+    found |= set(imports(public, _tree(_file(public))))
     for source in setup:
         found |= set(imports("__main__", ast.parse(source)))
     for name in {n for names in may_use.values() for n in names}:
         found |= {(m, name) for m in finished if _file(m) and any(   # where it is defined, not imported
-            name in _defines(s) for s in ast.parse(_file(m).read_text(encoding="utf-8")).body
+            name in _defines(s) for s in _tree(_file(m)).body
             if not isinstance(s, (ast.Import, ast.ImportFrom)))}
     return found
 
@@ -218,7 +221,7 @@ def available(stage: str, finished: set[str], start) -> dict[str, list[str]]:
     kept = {}
     for path, source in cut(stage, finished, start).items():
         body = [s for s in ast.parse(source).body if not isinstance(s, (ast.Import, ast.ImportFrom))]
-        names = sorted(set().union(set(), *[_defines(s) for s in body]))
+        names = sorted(set().union(*[_defines(s) for s in body]))
         if names:
             kept[path.relative_to(PACKAGE).as_posix()] = names
     return kept
