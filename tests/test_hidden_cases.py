@@ -7,8 +7,10 @@ that pass every visible case are in each hidden file's ``CAUGHT``: each must fai
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
+import types
 import warnings
 
 import pytest
@@ -24,6 +26,43 @@ def worker_way(exercise_id, candidate, cases):
     """The rows the grader gives: outcomes observed as the worker does, through JSON, judged as the grader does."""
     outcomes = json.loads(json.dumps(observe._outcomes(cases, candidate)))
     return observe.judged(exercise_id, cases, outcomes, getattr(candidate, "__qualname__", None))
+
+
+def both_ways(exercise_id, candidate, cases):
+    """(the rows in place, the rows the grader's way) from one call of each case: what the call gave, judged at
+    once as check() judges it, and that call's outcome as the worker sends it (through JSON), judged as the
+    grader judges it. A case that ran out of time did so once, for both: no race between two runs."""
+    rows = {}
+
+    def given(what):
+        if isinstance(what, BaseException):
+            raise what
+        return what
+
+    def remembered(n, case):
+        def call(c):
+            try:
+                got = case.call(c)
+            except BaseException as e:
+                rows[n] = checks._evaluate(dataclasses.replace(case, call=lambda _: given(e)), c)
+                raise
+            rows[n] = checks._evaluate(dataclasses.replace(case, call=lambda _: got), c)   # before anything else runs
+            return got
+        return dataclasses.replace(case, call=call)
+
+    outcomes = json.loads(json.dumps(observe._outcomes([remembered(n, c) for n, c in enumerate(cases)], candidate)))
+    graded = observe.judged(exercise_id, cases, outcomes, getattr(candidate, "__qualname__", None))
+    numbered = {id(c): n for n, c in enumerate(cases)}
+
+    def in_place(case):
+        n = numbered[id(case)]
+        if n not in rows:   # it did not finish: given up as check() gives it up
+            stopped = outcomes[n].get("stopped") is not False
+            return checks.gave_up(case, checks.CASE_SECONDS, stopped), False, stopped
+        return rows[n], True, True
+
+    own = getattr(candidate, "__qualname__", None) if isinstance(candidate, types.FunctionType) else None
+    return checks.collect(exercise_id, in_place, cases, own), graded
 
 
 def stubbed(exercise_id):
@@ -44,9 +83,8 @@ def test_the_reference_passes_every_hidden_case_in_place_and_the_grader_s_way(ex
     assert len(cases) >= MINIMUM
     assert all(isinstance(c.call, observe.Probe) for c in cases), "a hidden case's call must be a Probe (data)"
     assert len({c.label for c in cases}) == len(cases), "hidden case labels must be unique"
-    in_place = checks.run_cases(exercise_id, solution(exercise_id), cases)
+    in_place, graded = both_ways(exercise_id, solution(exercise_id), cases)
     assert [(c.label, c.got) for c in in_place.cases if not c.ok] == []
-    graded = worker_way(exercise_id, solution(exercise_id), cases)
     assert [(c.label, c.ok, c.got) for c in graded.cases] == [(c.label, c.ok, c.got) for c in in_place.cases]
     hidden.verify(exercise_id, solution(exercise_id))
 
@@ -61,18 +99,16 @@ def test_the_stub_fails_the_hidden_cases_and_nbgrader_s_cell(exercise_id):
 
 @pytest.mark.parametrize("exercise_id", exercise_ids())
 def test_the_public_cases_judged_the_grader_s_way_agree_with_check(exercise_id):
-    candidate = solution(exercise_id)
-    cases = list(checks.exercise(exercise_id).cases)
-    assert [(c.label, c.ok, c.got) for c in worker_way(exercise_id, candidate, cases).cases] == \
-        [(c.label, c.ok, c.got) for c in checks.run_cases(exercise_id, candidate).cases]
+    in_place, graded = both_ways(exercise_id, solution(exercise_id), list(checks.exercise(exercise_id).cases))
+    assert [(c.label, c.ok, c.got) for c in graded.cases] == [(c.label, c.ok, c.got) for c in in_place.cases]
+    assert in_place.passed
 
 
 @pytest.mark.parametrize("row", [w for w in WRONG], ids=lambda w: w.id)
 def test_a_wrong_solution_gets_the_same_rows_the_grader_s_way(row):
     candidate = solution(row.exercise, row.edits)
     for cases in (list(checks.exercise(row.exercise).cases), hidden.cases(row.exercise)):
-        in_place = checks.run_cases(row.exercise, candidate, cases)
-        graded = worker_way(row.exercise, candidate, cases)
+        in_place, graded = both_ways(row.exercise, candidate, cases)
         assert [(c.label, c.ok) for c in graded.cases] == [(c.label, c.ok) for c in in_place.cases]
 
 
