@@ -89,12 +89,13 @@ def _answer(*args, **kwargs):
 """,
     "patched classes: every reply of the kernel says ok": """
 import ipykernel.ipkernel as _k
-_original = _k.IPythonKernel.do_execute
-async def _ok(self, code, silent, *args, **kwargs):
-    reply = await _original(self, code, silent, *args, **kwargs)
-    reply["status"] = "ok"
-    return reply
-_k.IPythonKernel.do_execute = _ok
+if not hasattr(_k.IPythonKernel, "_honest_execute"):   # once, though all three answer cells run this
+    _k.IPythonKernel._honest_execute = _k.IPythonKernel.do_execute
+    async def _ok(self, code, silent, *args, **kwargs):
+        reply = await self._honest_execute(code, silent, *args, **kwargs)
+        reply["status"] = "ok"
+        return reply
+    _k.IPythonKernel.do_execute = _ok
 def _answer(*args, **kwargs):
     raise NotImplementedError
 """,
