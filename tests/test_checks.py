@@ -442,6 +442,31 @@ def test_a_case_is_given_up_by_its_own_processor_time_not_the_clock(monkeypatch,
     assert checks._out_of_time(me, wall, 5) is gives_up
 
 
+@pytest.mark.parametrize("wall, process, gives_up", [
+    (6.0, 3.0, False),    # the case waits on a thread of the process that works for it (a stand-in server)
+    (6.0, 0.5, True),     # nothing in the process works: idle
+    (30.0, 29.0, True),   # still ended at WALL_FACTOR × CASE_SECONDS
+])
+def test_a_case_waiting_on_a_busy_thread_of_its_own_process_is_not_idle(monkeypatch, wall, process, gives_up):
+    me = threading.current_thread()
+    monkeypatch.setattr(checks, "_cpu_time", lambda thread: 0.2)
+    assert checks._out_of_time(me, wall, 5, process) is gives_up
+
+
+def test_a_case_whose_work_is_done_by_another_thread_finishes_past_its_seconds(monkeypatch):
+    """The case's own thread only waits while another thread computes for 0.6 s: with a 0.25 s limit it is not
+    given up as idle (the process was busy), as stage 10's stand-in cases were on a loaded machine."""
+    monkeypatch.setattr(checks, "CASE_SECONDS", 0.25)
+    def helped(f):
+        worker = threading.Thread(target=lambda: [sum(range(10_000)) for _ in iter(lambda: time.process_time()
+                                                  - begun < 0.6, False)])
+        worker.start(), worker.join()
+        return f(1)
+    begun = time.process_time()
+    result = checks.run_cases("01.1", lambda x: x, [checks.Case("helped", helped, expected=1)])
+    assert [(c.label, c.ok) for c in result.cases] == [("helped", True)], result
+
+
 def test_the_case_thread_processor_clock_is_read_where_the_platform_has_one():
     if not hasattr(time, "pthread_getcpuclockid"):
         pytest.skip("no per-thread processor clock on this platform")
@@ -965,7 +990,7 @@ def test_a_case_that_ends_just_as_its_time_runs_out_is_still_given_up(monkeypatc
     go, returned = guarded_event(), guarded_event()
     asked = []
 
-    def out_of_time(thread, wall, seconds):
+    def out_of_time(thread, wall, seconds, process=0.0):
         asked.append((thread.name, 0 <= wall < HANG_GUARD, seconds))
         go.set()
         returned.wait()   # the case's code has now finished, after its time was up (handed over or not yet)
@@ -982,7 +1007,7 @@ def test_stop_pressed_while_waiting_stops_the_case_puts_things_back_and_gets_thr
     folder = os.getcwd()
     started = guarded_event()
 
-    def pressed(thread, wall, seconds):
+    def pressed(thread, wall, seconds, process=0.0):
         started.wait()
         raise KeyboardInterrupt   # what the learner's Stop does to the waiting (main) thread
     monkeypatch.setattr(checks, "_out_of_time", pressed)

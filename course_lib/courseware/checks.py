@@ -286,12 +286,12 @@ def _run_case(case: Case, candidate, seconds: float, evaluate=_evaluate):
         thread.start()
     except RuntimeError:   # no thread can be started (too many left running): run it here, without a limit
         return evaluate(case, candidate), True, True
-    start = time.monotonic()
+    start, used = time.monotonic(), time.process_time()
     try:
         try:
             # Short waits, so that Stop (SIGINT) is noticed at once even when the signal woke another thread.
             while (row := _handed_over(results, 0.1)) is _WAITING:
-                if _out_of_time(thread, time.monotonic() - start, seconds):
+                if _out_of_time(thread, time.monotonic() - start, seconds, time.process_time() - used):
                     break
         except BaseException:   # KeyboardInterrupt: stop the case too, then let the interrupt through
             _stop(thread, results, STOP_SECONDS)
@@ -328,14 +328,17 @@ def _handed_over(results: queue.SimpleQueue, seconds: float):
         return _WAITING
 
 
-def _out_of_time(thread: threading.Thread, wall: float, seconds: float) -> bool:
+def _out_of_time(thread: threading.Thread, wall: float, seconds: float, process: float = 0.0) -> bool:
     """Give a case up once it has used ``seconds`` of CPU (an endless loop), or sat idle that long (waiting for
     something that will not come), or at the latest after ``WALL_FACTOR`` times that. Counting the case's own
-    CPU time, not the clock, keeps a busy machine (CI running other work) from failing a correct answer."""
+    CPU time, not the clock, keeps a busy machine (CI running other work) from failing a correct answer. A case
+    is idle only when the whole process is (``process``: its CPU seconds since the case began): a case that waits
+    for a thread working for it, such as a local stand-in server answering its requests, is not idle."""
     if wall < seconds:
         return False
     cpu = _cpu_time(thread)
-    return cpu is None or cpu >= seconds or cpu < 0.1 * wall or wall >= WALL_FACTOR * seconds
+    idle = cpu is not None and cpu < 0.1 * wall and process < 0.1 * wall
+    return cpu is None or cpu >= seconds or idle or wall >= WALL_FACTOR * seconds
 
 
 def _cpu_time(thread: threading.Thread) -> float | None:
