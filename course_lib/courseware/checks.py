@@ -331,9 +331,8 @@ def _handed_over(results: queue.SimpleQueue, seconds: float):
 def _out_of_time(thread: threading.Thread, wall: float, seconds: float, process: float = 0.0) -> bool:
     """Give a case up once it has used ``seconds`` of CPU (an endless loop), or sat idle that long (waiting for
     something that will not come), or at the latest after ``WALL_FACTOR`` times that. Counting the case's own
-    CPU time, not the clock, keeps a busy machine (CI running other work) from failing a correct answer. A case
-    is idle only when the whole process is (``process``: its CPU seconds since the case began): a case that waits
-    for a thread working for it, such as a local stand-in server answering its requests, is not idle."""
+    CPU time, not the clock, keeps a busy machine from failing a correct answer. Idle means the whole process is
+    (``process``: its CPU seconds since the case began): waiting on a stand-in server thread is not idle."""
     if wall < seconds:
         return False
     cpu = _cpu_time(thread)
