@@ -336,8 +336,7 @@ def _out_of_time(thread: threading.Thread, wall: float, seconds: float, process:
     if wall < seconds:
         return False
     cpu = _cpu_time(thread)
-    idle = cpu is not None and cpu < 0.1 * wall and process < 0.1 * wall
-    return cpu is None or cpu >= seconds or idle or wall >= WALL_FACTOR * seconds
+    return cpu is None or cpu >= seconds or max(cpu, process) < 0.1 * wall or wall >= WALL_FACTOR * seconds
 
 
 def _cpu_time(thread: threading.Thread) -> float | None:
