@@ -317,6 +317,26 @@ def test_a_spec_without_arguments_calls_with_none_and_a_dict_pair_must_be_a_pair
         decode(object())
 
 
+def test_an_answer_whose_public_case_ran_out_of_time_is_not_run_on_its_probes_and_fails_in_the_grader(monkeypatch):
+    """A public case that did not finish fails the exercise, so the worker does not wait for the loop again on every
+    probe (a batch of endless loops took three waits per exercise); the grader fails it on the public row."""
+    monkeypatch.setattr(checks, "CASE_SECONDS", 0.2)
+    calls = []
+
+    def validate_action(data):   # right on the first public case, then an endless (stoppable) loop
+        calls.append(data)
+        while len(calls) > 1:
+            pass
+    plan = {"04.1": {"name": "validate_action", "probes": [call({"tool": "x"}).spec()] * 3}}
+    seen = observe.observe_all({"validate_action": validate_action}, plan)["04.1"]
+    assert [r["kind"] for r in seen["public"]] == ["value", "timeout", "timeout"] and seen["hidden"] == []
+    assert len(calls) == 3   # no probe ran
+    public = observe.judged("04.1", None, seen["public"], "validate_action")
+    assert not public.passed and public.cases[1].got.startswith("gave up after 0.2 s")
+    secret = observe.judged("04.1", [CASE] * 3, seen["hidden"], "validate_action")
+    assert not secret.passed
+
+
 def test_the_worker_reports_each_answer_s_name_and_module_and_runs_it_on_every_case():
     class Callable:
         def __call__(self, data):

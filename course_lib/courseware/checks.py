@@ -219,7 +219,7 @@ def _raise_in(thread: threading.Thread) -> bool:
     except (ImportError, AttributeError):   # not CPython
         return False
     top = getattr(sys._current_frames().get(thread.ident), "f_code", None)
-    if top and top.co_filename == __file__ and top.co_name in ("work", "_untouchable", "<lambda>"):
+    if top and top.co_filename == __file__ and top.co_name in ("_serve", "_untouchable", "<lambda>"):
         return True   # handing its row over (work, below): a stop there would escape; the caller asks again
     changed = set_async_exc(ctypes.c_ulong(thread.ident), ctypes.py_object(_Abandoned))
     if changed > 1:   # should never happen: undo, as the C API documentation says
@@ -241,14 +241,47 @@ def _stop(thread: threading.Thread, results: queue.SimpleQueue, seconds: float) 
     return not results.empty() or not thread.is_alive()
 
 
-def _untouchable(step: Callable) -> None:
+def _untouchable(step: Callable):
     """Do `step` until it has run with no stop landing after it (a stop sent just as the case finished)."""
     while True:
         try:
-            step()
-            return
+            return step()
         except BaseException:   # noqa: BLE001 - _Abandoned
             pass
+
+
+_IDLE: list = []   # case threads whose last case finished unstopped, each with its inbox: starting a thread costs
+_AGAIN = object()  # more than most cases take. The word that its case's thread waits for the next case.
+
+
+def _serve(inbox: queue.SimpleQueue) -> None:
+    """A case thread: run each case sent to `inbox` and hand its row over; end after a case given up."""
+    while True:
+        context, evaluate, case, candidate, results, quiet = inbox.get()
+        row = None
+        try:
+            row = context.run(evaluate, case, candidate)
+        except BaseException:   # noqa: BLE001 - only _Abandoned gets here: the case was given up already
+            pass
+        _untouchable(lambda: results.put(row))
+        if _untouchable(quiet.get) is not _AGAIN:   # given up: a stop may still be on its way; it lands in this get
+            _untouchable(quiet.get)
+            return
+
+
+def _case_thread():
+    """(thread, inbox): an idle case thread, or a new one; None when no thread can be started."""
+    while _IDLE:
+        thread, inbox = _IDLE.pop()
+        if thread.is_alive():
+            return thread, inbox
+    inbox = queue.SimpleQueue()
+    thread = threading.Thread(target=_serve, args=(inbox,), daemon=True)
+    try:
+        thread.start()
+    except RuntimeError:   # no thread can be started (too many left running)
+        return None
+    return thread, inbox
 
 
 def _run_case(case: Case, candidate, seconds: float, evaluate=_evaluate):
@@ -261,47 +294,37 @@ def _run_case(case: Case, candidate, seconds: float, evaluate=_evaluate):
     A stop (an exception raised into the thread) lands at the thread's next Python instruction, wherever that
     is, so one sent just as the case finished can land after it. The case's thread therefore hands its row
     over with `SimpleQueue.put` (one C call: nothing lands inside it, unlike in a `threading.Event`'s lock),
-    and before it ends it waits for the word that no stop is coming any more, catching the last one sent.
+    and then waits for a word: to take the next case (none was stopped), or to end, catching the last stop sent.
     """
-    results, quiet = queue.SimpleQueue(), queue.SimpleQueue()   # the finished case's row; the word to end
-
-    def work():
-        row = None
-        try:
-            row = evaluate(case, candidate)
-        except BaseException:   # noqa: BLE001 - only _Abandoned gets here: the case was given up already
-            pass
-        _untouchable(lambda: results.put(row))
-        _untouchable(quiet.get)   # one stop may still be on its way: it lands here, and the next get waits again
-        _untouchable(quiet.get)
-
-    def all_quiet():   # no more stops: three words, as one may be taken by a get that a stop then interrupts
-        for _ in range(3):
-            quiet.put(None)
-
-    state = _process_state()
-    context = contextvars.copy_context()   # the case sees the caller's context variables (decimal settings, …)
-    thread = threading.Thread(target=context.run, args=(work,), name=f"check: {case.label}", daemon=True)
-    try:
-        thread.start()
-    except RuntimeError:   # no thread can be started (too many left running): run it here, without a limit
+    results, quiet = queue.SimpleQueue(), queue.SimpleQueue()   # the finished case's row; the word after it
+    state, word = _process_state(), None
+    worker = _case_thread()
+    if worker is None:   # run it here, without a limit
         return evaluate(case, candidate), True, True
-    start, used = time.monotonic(), time.process_time()
+    thread, inbox = worker
+    thread.name = f"check: {case.label}"
+    start, used, before = time.monotonic(), time.process_time(), _cpu_time(thread) or 0.0
+    inbox.put((contextvars.copy_context(), evaluate, case, candidate, results, quiet))   # the caller's context
     try:
         try:
             # Short waits, so that Stop (SIGINT) is noticed at once even when the signal woke another thread.
             while (row := _handed_over(results, 0.1)) is _WAITING:
-                if _out_of_time(thread, time.monotonic() - start, seconds, time.process_time() - used):
+                if _out_of_time(thread, time.monotonic() - start, seconds, time.process_time() - used, before):
                     break
         except BaseException:   # KeyboardInterrupt: stop the case too, then let the interrupt through
             _stop(thread, results, STOP_SECONDS)
             _restore(state)
             raise
         if row is not _WAITING and row is not None:
+            word = _AGAIN
             return row, True, True
         stopped = row is None or _stop(thread, results, STOP_SECONDS)   # None: finished, but a stop took its row
     finally:
-        all_quiet()
+        for _ in range(3):   # three words, as one may be taken by a get that a stop then interrupts
+            quiet.put(word)
+        if word is _AGAIN:
+            thread.name = "check: idle"
+            _IDLE.append(worker)
     _restore(state)
     return gave_up(case, seconds, stopped), False, stopped
 
@@ -328,7 +351,8 @@ def _handed_over(results: queue.SimpleQueue, seconds: float):
         return _WAITING
 
 
-def _out_of_time(thread: threading.Thread, wall: float, seconds: float, process: float = 0.0) -> bool:
+def _out_of_time(thread: threading.Thread, wall: float, seconds: float, process: float = 0.0,
+                 before: float = 0.0) -> bool:
     """Give a case up once it has used ``seconds`` of CPU (an endless loop), or sat idle that long (waiting for
     something that will not come), or at the latest after ``WALL_FACTOR`` times that. Counting the case's own
     CPU time, not the clock, keeps a busy machine from failing a correct answer. Idle means the whole process is
@@ -336,6 +360,7 @@ def _out_of_time(thread: threading.Thread, wall: float, seconds: float, process:
     if wall < seconds:
         return False
     cpu = _cpu_time(thread)
+    cpu = None if cpu is None else cpu - before   # `before`: what the thread used before this case
     return cpu is None or cpu >= seconds or max(cpu, process) < 0.1 * wall or wall >= WALL_FACTOR * seconds
 
 

@@ -223,7 +223,8 @@ def outcome(case, candidate) -> dict:
 
 def observe_all(namespace: dict, plan: dict) -> dict:
     """In the worker: for each exercise of ``plan`` ({exercise: {"name", "probes"}}), whether the answer is
-    defined, and the outcomes of its public cases, then of its probes (hidden cases' specs), in order."""
+    defined, and the outcomes of its public cases, then of its probes (hidden cases' specs), in order. A public
+    case that ran out of time fails the exercise already: its probes are not run (no second wait for the loop)."""
     from . import checks
     found = {}
     for exercise, asked in plan.items():
@@ -236,7 +237,9 @@ def observe_all(namespace: dict, plan: dict) -> dict:
         hidden = [checks.Case(f"hidden {i + 1}", _call_of(spec)) for i, spec in enumerate(asked["probes"])]
         found[exercise] = {"defined": True, "qualname": str(getattr(candidate, "__qualname__", "") or ""),
                            "module": str(getattr(candidate, "__module__", "") or ""),
-                           "public": _outcomes(public, candidate), "hidden": _outcomes(hidden, candidate)}
+                           "public": _outcomes(public, candidate)}
+        ran_out = any(seen["kind"] == "timeout" for seen in found[exercise]["public"])
+        found[exercise]["hidden"] = [] if ran_out else _outcomes(hidden, candidate)
     return found
 
 

@@ -128,8 +128,10 @@ def _sdk_reply(turn):
 
 
 def _like_the_sdk(turn):
+    want = []   # the SDK's reply, worked out at the first judging and kept: every wrong solution is judged on it
+
     def test(got):
-        text, finish, calls = _sdk_reply(turn)
+        text, finish, calls = want[0] if want else want.append(_sdk_reply(turn)) or want[0]
         return (got["text"] == text and got["finish_reason"] == finish
                 and [(c["id"], c["name"]) for c in got["tool_calls"]] == [c[:2] for c in calls]
                 and all(mine["arguments"] == arguments for mine, (_, _, arguments) in zip(got["tool_calls"], calls)))
