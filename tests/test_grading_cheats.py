@@ -281,8 +281,11 @@ def test_one_batch_with_every_kind_of_failure_grades_the_honest_one(tmp_path):
         "endless": save(exercise_with("while True:\n    pass"), tmp_path, "endless"),
         "stubborn": save(exercise_with("import time\nwhile True:\n    try:\n        time.sleep(60)\n"
                                        "    except BaseException:\n        pass"), tmp_path, "stubborn"),
-        "swallowed": save(exercise_with("def validate_action(data):\n    try:\n        while True: pass\n"
-                                        "    except BaseException:\n        return None"), tmp_path, "swallowed"),
+        # a loop that swallows the check's stop; it waits rather than spins (`endless` spins), so its give-ups
+        # cost the batch time but no processor time (the idle rule ends each case as the CPU rule would)
+        "swallowed": save(exercise_with("import time\ndef validate_action(data):\n    try:\n        while True:\n"
+                                        "            time.sleep(0.01)\n    except BaseException:\n        return None"),
+                          tmp_path, "swallowed"),
         "huge": save(exercise_with("for _ in range(200):\n    print('x' * 100_000)"), tmp_path, "huge"),
         "not json": str(tmp_path / "not.ipynb"),
         "missing": str(tmp_path / "missing.ipynb"),

@@ -28,7 +28,6 @@ import pytest
 
 from course_lib.courseware.grading import ROOT
 
-import nbgrader  # noqa: E402,F401  (make test installs the nbgrader extra; without it this file cannot run)
 
 BIN = Path(sys.executable).parent   # nbgrader calls `alembic` through PATH, so this folder goes first on it
 STUDENTS = ("correct", "stub", "wrong")

@@ -360,3 +360,15 @@ def test_unreadable_and_too_large_values_say_which_type():
     assert encode(Broken()) == {"$opaque": "Broken", "repr": "<a Broken>"}
     assert encode([0] * observe.MAX_NODES) == {"$opaque": "list", "repr": "<a list too large to send>"}
     assert encode({Broken(), Broken()}) == {"$opaque": "?", "repr": "<a value that could not be read: RuntimeError>"}
+
+
+def test_a_probe_copies_its_arguments_for_each_call_even_those_pickle_cannot_name():
+    @dataclasses.dataclass
+    class Local:   # pickle cannot find a class defined in a function: the copy falls back to copy.deepcopy
+        items: list
+    kept = {"chat": [{"role": "user", "content": "hi"}] * 3, "local": Local([1])}
+    probe = observe.Probe(None, (), {})
+    probe.args = (kept,)   # set after the plain-data check, as only a test would
+    spoiled = probe(lambda d: d["chat"].append("x") or d["local"].items.append(2) or d)
+    assert len(spoiled["chat"]) == 4 and spoiled["local"].items == [1, 2]
+    assert len(kept["chat"]) == 3 and kept["local"].items == [1] and probe(lambda d: d)["local"] is not kept["local"]
