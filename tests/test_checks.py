@@ -722,7 +722,7 @@ def test_a_failing_row_s_hint_is_the_case_hint_then_the_difference(monkeypatch):
 
 def test_restore_puts_back_the_folder_the_environment_and_os_replace(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_RESTORE_KEPT", "same")
-    monkeypatch.setenv("COURSE_RESTORE_CHANGED", "before")
+    monkeypatch.setenv("COURSE_RESTORE_CHANGED", "before 단가")   # put back as text, decoded as os.environ does
     monkeypatch.delenv("COURSE_RESTORE_ADDED", raising=False)
     state = checks._process_state()
     folder, replace = os.getcwd(), os.replace
@@ -734,10 +734,10 @@ def test_restore_puts_back_the_folder_the_environment_and_os_replace(tmp_path, m
         os.replace = lambda *a: None
         checks._restore(state)
         assert os.getcwd() == folder and os.replace is replace
-        assert os.environ["COURSE_RESTORE_CHANGED"] == "before" and os.environ["COURSE_RESTORE_KEPT"] == "same"
+        assert os.environ["COURSE_RESTORE_CHANGED"] == "before 단가" and os.environ["COURSE_RESTORE_KEPT"] == "same"
         assert "COURSE_RESTORE_ADDED" not in os.environ
         os.chdir(tmp_path)
-        checks._restore((str(tmp_path / "gone"), dict(os.environ), replace))   # a folder that is gone: no crash
+        checks._restore((str(tmp_path / "gone"), os.environ._data.copy(), replace))   # a folder that is gone: no crash
         assert os.getcwd() == str(tmp_path)
     finally:
         os.chdir(folder)
@@ -800,7 +800,7 @@ def test_a_case_thread_is_kept_for_the_next_case_only_while_none_of_its_cases_wa
     assert checks._run_case(spin, None, 0.2)[1:] == (False, True) and seen[2] is seen[1]
     row = checks._run_case(case("three", lambda: 3, 3), None, 5)[0]
     assert row.ok and seen[3] is not seen[2]   # a new thread: the one stopped is not reused
-    assert seen[2] not in [t for t, _ in checks._IDLE] and all(t.name == "check: idle" for t, _ in checks._IDLE)
+    assert seen[2] not in [t for t, *_ in checks._IDLE] and all(t.name == "check: idle" for t, *_ in checks._IDLE)
 
 
 def test_explain_name_errors_leaves_a_plain_python_alone(monkeypatch):
@@ -887,6 +887,7 @@ def test_a_stop_that_lands_just_as_the_case_finishes_stays_inside_the_check(monk
             self._stop_me("get")
             return super().get(*args, **kwargs)
     monkeypatch.setattr(checks.queue, "SimpleQueue", LateStops)
+    monkeypatch.setattr(checks, "_IDLE", [])   # a new case thread, whose queues are these
     row, finished, stopped = checks._run_case(Case("late", lambda f: f(), expected=1, hint="h"), lambda: 1, 5)
     assert (row.ok, finished, stopped) == (True, True, True)
     again = checks._run_case(Case("next", lambda f: f(), expected=2, hint="h"), lambda: 2, 5)
