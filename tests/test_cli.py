@@ -48,6 +48,12 @@ def test_demo_respects_max_steps(capsys):
     assert "[3] search_docs" in out and "[4]" not in out and "stop reason: max_steps" in out
 
 
+def test_course_version_prints_the_version_and_exits_0_as_command_line_tools_do():
+    from course_lib import __version__
+    result = run_cli("--version")
+    assert (result.returncode, result.stdout, result.stderr) == (0, f"course {__version__}\n", "")
+
+
 @pytest.mark.parametrize("args", [["bogus"], [], ["demo", "--max-steps", "0"], ["demo", "--max-steps", "x"],
                                   ["demo", "a", "b"]])
 def test_bad_arguments_get_usage_and_a_one_line_error(args):

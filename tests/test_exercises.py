@@ -111,7 +111,9 @@ def test_course_check_exit_status_and_json_from_the_terminal():
     assert "[1/1]" in passed.stdout and "1/1 notebook(s) passed every exercise" in passed.stdout
     failed = run("--json", str(exercise_nb), str(solution))
     assert failed.returncode == 1 and "Traceback" not in failed.stderr
-    report = json.loads(failed.stdout)
+    report = json.loads(failed.stdout)   # stdout is the report alone; the progress went to stderr, as eval's does
+    assert failed.stderr.startswith("Grading 2 notebook(s) of stage 01, 2 at a time; ")
+    assert "[1/2] " in failed.stderr and "[2/2] " in failed.stderr and "[1/2]" not in failed.stdout
     assert [r["passed"] for r in report["notebooks"]] == [False, True]
     assert (report["passed"], report["total"], report["grader_errors"]) == (1, 2, [])
     assert all(e["detail"] == "not implemented yet" or e["detail"].startswith("not implemented yet: `")

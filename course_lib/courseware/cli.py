@@ -331,6 +331,7 @@ def cmd_make_exercises(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="course", description="Build an LLM Agent from Scratch: course tools.")
+    parser.add_argument("--version", action="version", version=f"course {__version__}")
     sub = parser.add_subparsers(dest="command", required=True,
                                 metavar="{demo,doctor,live-check,check,eval,make-exercises,mcp}")
     demo = sub.add_parser("demo", help="run the agent step by step: a scripted model (offline), or --model for a "

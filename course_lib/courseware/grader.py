@@ -655,18 +655,15 @@ def cmd_check(args) -> int:
     except GraderError as e:
         print(f"course check: {e}", file=sys.stderr)
         return 3
-    total = len(notebooks)
-    if not args.json:
-        at_once = f", {min(args.jobs, total)} at a time" if total > 1 else ""
-        print(f"Grading {total} notebook(s) of stage {stage}{at_once}; "
-              f"{sandbox.DESCRIPTIONS[sandbox.isolation()]}.", flush=True)
+    total, out = len(notebooks), sys.stderr if args.json else sys.stdout   # --json: stdout holds the report alone
+    at_once = f", {min(args.jobs, total)} at a time" if total > 1 else ""
+    print(f"Grading {total} notebook(s) of stage {stage}{at_once}; {sandbox.DESCRIPTIONS[sandbox.isolation()]}.",
+          file=out, flush=True)
 
     def progress(i, g, problem):
-        if args.json:
-            return
         mark = "GRADER FAILED" if problem else "passed" if g.passed else "failed"
         lines = _lines(g) if g else [f"    {_safe(problem)}"]
-        print("\n".join([f"[{i + 1}/{total}] {_safe(_shown(notebooks[i]))}: {mark}", *lines]), flush=True)
+        print("\n".join([f"[{i + 1}/{total}] {_safe(_shown(notebooks[i]))}: {mark}", *lines]), file=out, flush=True)
 
     grades, problems = grade_all(notebooks, stage, solutions_dir=solutions_dir, timeout=args.timeout,
                                  jobs=args.jobs, on_done=progress)
