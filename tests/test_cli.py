@@ -350,7 +350,8 @@ def _last_line(result):
 @pytest.mark.parametrize("text, says", [(None, "cannot read it (No such file or directory)"),
                                         ("[{", "not JSON (Expecting property name"),
                                         ('{"tasks": []}', "a task file holds a JSON list of tasks, not a dict"),
-                                        ('[{"id": "x"}]', "task 'x': 'goal' must be non-empty text")])
+                                        ('[{"id": "x"}]', "task 'x': 'goal' must be non-empty text"),
+                                        ("[" * 100_000 + "]" * 100_000, "its JSON is nested too deeply to read")])
 def test_eval_with_a_task_file_it_cannot_use_gives_one_line_under_its_usage(tmp_path, text, says):
     path = tmp_path / "tasks.json"
     if text is not None:
@@ -371,7 +372,8 @@ def saved_careful(tmp_path_factory):
 @pytest.mark.parametrize("text, says", [(None, "cannot read it (No such file or directory)"),
                                         ("nope", "not JSON (Expecting value: line 1 column 1 (char 0))"),
                                         ("summary", 'it holds no "results": compare files saved with --out'),
-                                        ('{"results": [{"task": "a"}]}', "results[0] is not a run record")])
+                                        ('{"results": [{"task": "a"}]}', "results[0] is not a run record"),
+                                        ('{"results": ' + "[" * 100_000, "its JSON is nested too deeply to read")])
 def test_compare_with_a_file_it_cannot_use_gives_one_line_and_exit_2(tmp_path, saved_careful, text, says):
     path = tmp_path / "new.json"
     if text == "summary":   # what `course eval --json > new.json` writes: the report, without the runs

@@ -98,6 +98,8 @@ def _read(args, option: str, path, read):
         args.error(f"{option} {path}: cannot read it ({e.strerror or e})")
     except json.JSONDecodeError as e:
         args.error(f"{option} {path}: not JSON ({e})")
+    except RecursionError:   # JSON nested deeper than Python's parser goes
+        args.error(f"{option} {path}: its JSON is nested too deeply to read")
     except ValueError as e:   # not a task list or a saved run, or a broken task or run record in it
         args.error(f"{option} {path}: {e}")
 
