@@ -107,6 +107,9 @@ def test_demo_goes_live_through_the_sdk_when_a_server_and_key_are_there(provider
 def test_doctor_flags_a_retired_model_id():
     result = run_cli("doctor", env={"COURSE_ANTHROPIC_MODEL": "claude-2.1"})
     assert "claude-2.1  RETIRED on 2025-07-21" in result.stdout and result.returncode == 1
+    # the settings section does not call it ok first: a model ID's verdict is the model check's alone
+    assert "COURSE_ANTHROPIC_MODEL     claude-2.1  see the models below" in result.stdout
+    assert not [line for line in result.stdout.splitlines() if "claude-2.1" in line and line.endswith("ok")]
 
 
 @pytest.mark.parametrize("answer, written", [("y\n", True), ("n\n", False), ("", False)])

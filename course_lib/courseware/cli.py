@@ -214,7 +214,8 @@ def _print_settings() -> int:
         shown = re.sub(r"//[^/@]*@", "//", value) if name.endswith("_URL") else value
         problem = _setting_problem(name)
         problems += problem is not None
-        print(f"{name:<26} {shown}  {'INVALID: ' + problem if problem else 'ok'}")
+        verdict = "INVALID: " + problem if problem else "see the models below" if name.endswith("_MODEL") else "ok"
+        print(f"{name:<26} {shown}  {verdict}")   # a model ID's verdict is the lifecycle check's, further down
     return problems
 
 
