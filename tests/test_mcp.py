@@ -758,6 +758,22 @@ def test_a_call_still_running_when_stdin_closes_is_answered_before_the_server_ex
     assert "a tool that prints" in result.stderr and result.returncode == 0
 
 
+def test_a_client_that_closes_both_pipes_during_calls_ends_the_server_quietly(tmp_path):
+    """Nobody is left to answer: no ExceptionGroup traceback of a broken pipe, and exit 0 (it was exit 1)."""
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+    server = subprocess.Popen([str(COURSE), "mcp", "serve"], cwd=tmp_path, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server.stdin.write(b"".join(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {
+        "name": "list_files", "arguments": {}, "_meta": meta}}).encode() + b"\n" for n in range(50)))
+    server.stdin.flush()
+    server.stdout.close()   # gone before the answers come back
+    server.stdin.close()
+    assert server.wait(timeout=60) == 0
+    said = server.stderr.read().decode()
+    server.stderr.close()
+    assert "Traceback" not in said and "Error" not in said, said
+
+
 def test_course_mcp_serve_help_says_what_it_serves_where_and_how_it_ends():
     result = subprocess.run([str(COURSE), "mcp", "serve", "--help"], capture_output=True, text=True, timeout=60)
     text = " ".join(result.stdout.split())

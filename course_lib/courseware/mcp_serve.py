@@ -202,6 +202,8 @@ def serve(tools: Mapping[str, Callable] | None = None) -> None:
             await server.run(from_client, to_client, server.create_initialization_options())
     try:
         anyio.run(main)
+    except* (BrokenPipeError, ConnectionResetError):   # the client closed its end mid-call: nobody left to answer
+        pass
     finally:
         os.dup2(wire[0], 0)
         os.dup2(wire[1], 1)
