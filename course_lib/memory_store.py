@@ -1,8 +1,8 @@
 """Stage 10 — long-term memory: notes that outlive a conversation, in a SQLite file the agent reaches by tools.
 
-Adds: ``MemoryStore``, whose ``remember`` / ``recall`` / ``forget`` are tools (FTS5 or ``LIKE`` search; no secrets).
+Adds: ``MemoryStore``: ``remember`` / ``recall`` / ``forget`` as tools (FTS5 or ``LIKE``; no secrets; forget erases).
 
-Leaves out: embeddings and vector search (recall matches words), and several programs writing one file at once.
+Leaves out: embeddings and vector search (recall matches words), and writers at once: each waits for the last.
 """
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ from contextlib import closing, contextmanager, suppress
 from .models.base import scrub
 from .workspace import ToolError, inside_workspace
 
-MAX_NOTE_CHARS, MAX_NOTES = 1000, 10_000   # one fact per note, not a document
-MAX_RESULTS, MAX_QUERY_CHARS, MAX_QUERY_WORDS = 10, 200, 10
+MAX_NOTE_CHARS, MAX_NOTES, MAX_RESULTS, MAX_QUERY_CHARS, MAX_QUERY_WORDS = 1000, 10_000, 10, 200, 10   # one fact a note
 # A provider's key prefix after anything but a Latin letter or digit (no \b parts Korean and Latin: "키는sk-..."),
 _KEY_PREFIX = re.compile(r"(?<![A-Za-z0-9])(?:sk-|gh[pousr]_|xox[abp]-|AKIA)[A-Za-z0-9_-]{12,}")
 _LONG_RUN = re.compile(r"[A-Za-z0-9+/_=-]{32,}")   # or a long run mixing upper case, lower case and digits (base64)
@@ -52,9 +51,10 @@ class MemoryStore:
                 db.execute("INSERT INTO memories_fts(rowid, text) SELECT id, text FROM memories")
 
     @contextmanager
-    def _db(self):   # a connection for one operation, committed (or rolled back) and closed: usable from any thread
-        try:
+    def _db(self):   # one operation, one transaction holding the write lock from its first read (no racing twins)
+        try:   # then committed (or rolled back) and closed; what it deletes is overwritten, not left in the file
             with closing(sqlite3.connect(self.path)) as db, db:
+                db.executescript("PRAGMA secure_delete = ON; BEGIN IMMEDIATE")
                 yield db
         except sqlite3.Error as e:
             raise ToolError(f"the memory file '{self.path.name}' could not be used ({type(e).__name__}: {e}); "
@@ -126,12 +126,12 @@ class MemoryStore:
         if type(memory_id) is not int:
             raise ToolError('memory_id must be a whole number, e.g. 3 for the "#3" that recall shows')
         with self._db() as db:
-            row = 0 < memory_id < 2**63 and db.execute("SELECT text FROM memories WHERE id = ?", [memory_id]).fetchone()
-            if not row:
+            row = db.execute("DELETE FROM memories WHERE id = ? RETURNING text", [str(memory_id)]).fetchone()
+            if not row:   # the id as text, of any size: one SQLite cannot hold matches no note
                 raise ToolError(f"there is no memory #{memory_id}; use recall to find the number of the one to forget")
-            db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
-            if self.fts:
+            if self.fts:   # and merged out of the index, whose old segments would keep its words
                 db.execute("DELETE FROM memories_fts WHERE rowid = ?", (memory_id,))
+                db.execute("INSERT INTO memories_fts (memories_fts) VALUES ('optimize')")
         return f"Forgot #{memory_id}: {row[0][:80]}"
 
     def __repr__(self) -> str:

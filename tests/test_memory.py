@@ -6,6 +6,7 @@ import copy
 import io
 import json
 import sqlite3
+import threading
 import unicodedata
 
 import matplotlib
@@ -569,6 +570,50 @@ def default_store(tmp_path, monkeypatch):
     run once in each search mode."""
     monkeypatch.chdir(tmp_path)
     return MemoryStore("memory.sqlite3")
+
+
+def _all_at_once(count: int, work) -> list:
+    """``work(i)`` in ``count`` real threads released together; what each returned or raised."""
+    go, done = threading.Barrier(count), [None] * count
+
+    def run(i):
+        go.wait()
+        try:
+            done[i] = work(i)
+        except Exception as e:   # noqa: BLE001 - kept for the assertions
+            done[i] = e
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)   # a hang guard only
+    return done
+
+
+def test_threads_that_remember_the_same_fact_store_it_once(store):
+    said = _all_at_once(12, lambda i: store.remember("The user lives in Busan."))
+    assert sorted(said, key=str) == sorted(["Remembered as #1."] + ["Already remembered as #1."] * 11)
+    assert store.recall("Busan") == "#1: The user lives in Busan."
+
+
+def test_racing_writers_do_not_pass_the_note_cap(store, monkeypatch):
+    monkeypatch.setattr(memory_store, "MAX_NOTES", 5)
+    said = _all_at_once(16, lambda i: store.remember(f"Fact number {i} about the trip."))
+    assert sum(isinstance(s, str) and s.startswith("Remembered") for s in said) == 5
+    assert all(isinstance(s, ToolError) and "the memory is full" in str(s) for s in said if not isinstance(s, str))
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == 5
+
+
+def test_a_forgotten_note_leaves_no_word_in_the_file_its_search_index_included(store):
+    for n in range(30):
+        store.remember(f"Ordinary note {n} about prices and trips.")
+    number = store.remember("The door code is zanzibarquux.").removeprefix("Remembered as #").rstrip(".")
+    store.forget(int(number))
+    with sqlite3.connect(store.path) as db:   # what a VACUUM would keep, too
+        db.execute("VACUUM")
+    assert b"zanzibarquux" not in store.path.read_bytes()
+    assert store.recall("zanzibarquux").startswith("No memory matches")
 
 
 def test_fts5_is_used_where_sqlite_has_it(tmp_path, monkeypatch):
