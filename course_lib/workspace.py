@@ -136,8 +136,8 @@ def list_files(directory: str = ".") -> str:
         try:
             _still_inside(fd, directory)
             with os.scandir(fd if os.scandir in os.supports_fd else target) as entries:
-                # repr: a name with a newline (or other control character) must not fake extra lines
-                names = sorted((e.name if e.name.isprintable() else repr(e.name)) + ("/" if e.is_dir() else "")
+                # repr: a control character must not fake extra lines; a link looping back on itself gets no "/"
+                names = sorted((e.name if e.name.isprintable() else repr(e.name)) + ("/" * (target / e.name).is_dir())
                                for e in itertools.islice(entries, MAX_SCANNED) if not e.name.startswith("."))
                 unseen = next(entries, None) is not None
         finally:

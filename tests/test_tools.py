@@ -662,6 +662,16 @@ def test_a_symlink_loop_is_a_tool_error_in_workspace_terms(workspace, tool, args
     assert_clean(dispatch(file_tools(), tool, args), workspace, "loops back on itself")
 
 
+def test_a_folder_holding_a_symlink_loop_is_listed_with_the_loop_as_plain_names(workspace):
+    # Listing *into* the loop is the error above; the folder beside it lists as it is (DirEntry.is_dir raised ELOOP)
+    os.symlink("b", workspace / "a")
+    os.symlink("a", workspace / "b")
+    (workspace / "notes.txt").write_text("n", encoding="utf-8")
+    (workspace / "docs").mkdir()
+    os.symlink("docs", workspace / "shortcut")   # a link to a folder is still shown as one
+    assert list_files(".") == "a\nb\ndocs/\nnotes.txt\nshortcut/"
+
+
 @pytest.mark.parametrize("tool, key", [("read_file", "path"), ("list_files", "directory"), ("write_file", "path")])
 def test_a_name_too_long_is_a_tool_error(workspace, tool, key):
     args = {key: "x" * 1000, **({"content": "x"} if tool == "write_file" else {})}   # a name over 255 bytes
