@@ -45,6 +45,8 @@ def from_mcp_result(result: Mapping) -> tuple[str, bool]:
         raise ValueError(f"a tools/call result is a JSON object, not {json_name(result)}")
     parts = []
     for block in result.get("content") or []:
+        if not isinstance(block, Mapping) or block.get("type") == "text" and not isinstance(block.get("text"), str):
+            raise ValueError(f"the MCP server's result has a malformed content block: {json.dumps(block)[:80]}")
         kind, inner = block.get("type"), block.get("resource") or {}
         if kind == "text" or (kind == "resource" and "text" in inner):
             parts.append(str(block["text"] if kind == "text" else inner["text"]))

@@ -79,22 +79,20 @@ class _Server:
         tools = MCPTools(self)
         for tool in listed:
             try:
-                tools[tool["name"]] = as_function(tool, functools.partial(self.request, "call_tool"))
+                tools[tool["name"]] = as_function(tool, functools.partial(self.request, self.client.call_tool))
             except ValueError as e:
                 tools.left_out[tool["name"]] = str(e)
         tools.rules = {n: "always" if f.annotations.get("readOnlyHint") is True else "ask" for n, f in tools.items()}
         return tools
 
-    def request(self, method: str, *args):
-        """The SDK client's ``method(*args)`` (or ``pages``), as JSON data; every failure a ToolError that says why."""
+    def request(self, function, *args):
+        """``function(*args)`` on the SDK's loop (a client method, or ``_pages``) as JSON data; a failure: ToolError."""
         from mcp.types import CONNECTION_CLOSED, REQUEST_TIMEOUT
         from pydantic import ValidationError
         since = 0 if self.errlog.closed else self.errlog.seek(0, os.SEEK_END)   # only what it says from now on
         try:
-            if method == "pages":   # a whole list, as JSON data already
-                return self.portal.call(_pages, self, *args)
-            return self.portal.call(getattr(self.client, method), *args).model_dump(by_alias=True, mode="json",
-                                                                                   exclude_none=True)
+            got = self.portal.call(function, *args)   # an SDK model, or a list of JSON data already (_pages)
+            return got.model_dump(by_alias=True, mode="json", exclude_none=True) if hasattr(got, "model_dump") else got
         except Exception as e:
             if getattr(e, "code", None) not in (None, CONNECTION_CLOSED, REQUEST_TIMEOUT):   # the server's own
                 raise ToolError(f"the server refused the call: {e.message} (JSON-RPC error {e.code})") from None
@@ -209,18 +207,18 @@ class MCPTools(dict):
 
     def resources(self) -> list[dict]:
         """The resources the server lists: each a dict with its ``uri``, ``name`` and, often, ``mimeType``."""
-        return self._reached.request("pages", "list_resources", "resources")
+        return self._reached.request(_pages, self._reached, "list_resources", "resources")
 
     def read(self, uri: str) -> str:
         """A resource's contents as text: each text part, and a binary one named."""
-        parts = self._reached.request("read_resource", uri)["contents"]
+        parts = self._reached.request(self._reached.client.read_resource, uri)["contents"]
         return "\n".join(p["text"] if "text" in p else f"[{p.get('mimeType') or 'blob'}: {p['uri']}]" for p in parts)
 
     def prompts(self) -> list[dict]:
         """The prompts the server lists: each a dict with its ``name``, ``description`` and ``arguments``."""
-        return self._reached.request("pages", "list_prompts", "prompts")
+        return self._reached.request(_pages, self._reached, "list_prompts", "prompts")
 
     def prompt(self, name: str, **arguments: str) -> list[dict]:
         """A prompt's messages, as stage 06's history holds them: ``{"role": ..., "content": <text>}``."""
-        got = self._reached.request("get_prompt", name, arguments)["messages"]
+        got = self._reached.request(self._reached.client.get_prompt, name, arguments)["messages"]
         return [{"role": m["role"], "content": from_mcp_result({"content": [m["content"]]})[0]} for m in got]

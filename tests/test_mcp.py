@@ -450,6 +450,9 @@ def test_schema_problems_at_the_edges_lists_every_problem_and_writes_korean_as_k
 def test_from_mcp_result_refuses_what_is_not_a_result():
     with pytest.raises(ValueError, match="a tools/call result is a JSON object, not array"):
         from_mcp_result(["168"])
+    for block in ["168", {"type": "text"}, {"type": "text", "text": None}, 7]:   # AttributeError, KeyError before
+        with pytest.raises(ValueError, match=r"^the MCP server's result has a malformed content block: "):
+            from_mcp_result({"content": [{"type": "text", "text": "fine"}, block]})
 
 
 SCHEMA = {"type": "object", "additionalProperties": False, "required": ["city", "nights"],
@@ -1393,7 +1396,8 @@ def test_a_call_s_result_is_json_data_without_empty_fields_and_its_failures_are_
     server = a_server(b"started\n", portal=FakePortal())
     result = CallToolResult(content=[link], structuredContent={"pair": (1, 2)})   # a tuple: not JSON until dumped
     server.client = type("Client", (), {"call_tool": staticmethod(lambda name, args: result)})
-    assert server.request("call_tool", "t", {}) == {"content": [{"type": "resource_link", "name": "r", "uri": "file:///tmp/r.txt"}],
+    assert server.request(server.client.call_tool, "t", {}) == {
+        "content": [{"type": "resource_link", "name": "r", "uri": "file:///tmp/r.txt"}],
                                     "structuredContent": {"pair": [1, 2]}, "isError": False,
                                     "resultType": "complete"}   # JSON data, as the SDK's own JSON has it
 
@@ -1405,12 +1409,10 @@ def test_a_call_s_result_is_json_data_without_empty_fields_and_its_failures_are_
         server.errlog.flush()
         raise MCPError(CONNECTION_CLOSED, "Connection closed")
 
-    server.client.call_tool = staticmethod(refuse)
     with pytest.raises(ToolError, match=r"^the server refused the call: no such tool \(JSON-RPC error -32602\)$"):
-        server.request("call_tool", "t", {})
-    server.client.call_tool = staticmethod(die)
+        server.request(refuse, "t", {})
     with pytest.raises(ToolError) as died:
-        server.request("call_tool", "t", {})
+        server.request(die, "t", {})
     assert str(died.value) == (f"the MCP server `python -m srv` did not answer: it stopped (the connection closed). "
                                "Its last words on stderr: dying now")   # not "started": only what came after the call
 
