@@ -362,7 +362,7 @@ def test_unreadable_and_too_large_values_say_which_type():
     assert encode({Broken(), Broken()}) == {"$opaque": "?", "repr": "<a value that could not be read: RuntimeError>"}
 
 
-def test_a_probe_copies_its_arguments_for_each_call_even_those_pickle_cannot_name():
+def test_a_probe_copies_its_arguments_for_each_call_even_those_pickle_cannot_name(monkeypatch):
     @dataclasses.dataclass
     class Local:   # pickle cannot find a class defined in a function: the copy falls back to copy.deepcopy
         items: list
@@ -372,3 +372,11 @@ def test_a_probe_copies_its_arguments_for_each_call_even_those_pickle_cannot_nam
     spoiled = probe(lambda d: d["chat"].append("x") or d["local"].items.append(2) or d)
     assert len(spoiled["chat"]) == 4 and spoiled["local"].items == [1, 2]
     assert len(kept["chat"]) == 3 and kept["local"].items == [1] and probe(lambda d: d)["local"] is not kept["local"]
+
+    def no_deepcopy(*_):
+        raise AssertionError("plain data is copied through pickle, not copy.deepcopy")
+    monkeypatch.setattr(observe.copy, "deepcopy", no_deepcopy)
+    plain = call({"chat": [{"role": "user", "content": "단가"}]}, n=(1, 2))
+    assert plain(lambda d, n: (d["chat"].append("x"), d, n)[1:]) == ({"chat": [{"role": "user", "content": "단가"}, "x"]},
+                                                                  (1, 2))
+    assert plain.args[0]["chat"] == [{"role": "user", "content": "단가"}]

@@ -221,8 +221,8 @@ def _raise_in(thread: threading.Thread) -> bool:
     except (ImportError, AttributeError):   # not CPython
         return False
     top = getattr(sys._current_frames().get(thread.ident), "f_code", None)
-    if top and top.co_filename == __file__ and top.co_name in ("_serve", "_untouchable", "<lambda>"):
-        return True   # handing its row over (work, below): a stop there would escape; the caller asks again
+    if top and top.co_filename == __file__ and any(n in top.co_name for n in ("_serve", "_untouchable", "<lambda>")):
+        return True   # handing its row over (below; a name within mutmut's renamings): a stop would escape; ask again
     changed = set_async_exc(ctypes.c_ulong(thread.ident), ctypes.py_object(_Abandoned))
     if changed > 1:   # should never happen: undo, as the C API documentation says
         set_async_exc(ctypes.c_ulong(thread.ident), None)
