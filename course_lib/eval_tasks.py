@@ -34,8 +34,7 @@ def check_task(task, tools=None) -> None:
     """Raise ValueError naming the task and what is wrong with it (``tools``: by default the course's)."""
     name = task.get("id") if isinstance(task, dict) else None
     known = sorted(default_tools() if tools is None else tools)
-    problem = _task_problem(task, known) if isinstance(name, str) and name else "a task needs an 'id' (text)"
-    if problem:
+    if problem := (_task_problem(task, known) if isinstance(name, str) and name else "a task needs an 'id' (text)"):
         raise ValueError(f"task {name!r}: {problem}")
 
 

@@ -8,13 +8,14 @@ a human-labelled set to check the judge against, and exact costs (tokens not rep
 """
 from __future__ import annotations
 
+import queue
 import random
 import re
 import threading
 import time
 import unicodedata
 from collections import Counter, defaultdict
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 from . import default_tools
@@ -61,9 +62,7 @@ def grade_answer(task: dict, answer) -> dict:
     return {"passed": ok, "why": ("" if ok else "not ") + describe_check(check)}
 
 
-def cost_of(agent) -> dict:
-    """Tokens in and out and their cost at the example prices, as stage 09's ``Budget`` counts them."""
-    return Budget(max_cost=1.0).spent(agent)
+cost_of = Budget(max_cost=1.0).spent   # an agent's tokens in and out and their cost at the example prices
 
 
 def grade_trajectory(task: dict, agent) -> dict:
@@ -165,13 +164,15 @@ def run_suite(tasks, make_model, *, jobs: int = 1, repeat: int = 1, latency_ms: 
     task order; ``on_result`` sees each run as it ends. On Ctrl-C, runs under way end at their next model call."""
     if type(jobs) is not int or jobs < 1 or type(repeat) is not int or repeat < 1:
         raise ValueError(f"jobs and repeat must be positive whole numbers, not {jobs!r} and {repeat!r}")
-    runs, stop = [(task, r) for task in tasks for r in range(repeat)], threading.Event()
+    runs, stop, ended = [(task, r) for task in tasks for r in range(repeat)], threading.Event(), queue.SimpleQueue()
     pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="run_suite")
     futures = [pool.submit(run_task, task, make_model, repeat=r, latency_ms=latency_ms, retries=retries,
                            backoff=backoff, tools=tools, stop=stop) for task, r in runs]
+    for future in futures:   # each run is reported as it ends, with one job in task order (as_completed reports
+        future.add_done_callback(ended.put)   # the runs that ended before it was called in a set's order)
     reported = set()   # a run that finished unreported is left out: rows shown and results agree
     try:
-        for future in as_completed(futures):
+        for future in (ended.get() for _ in futures):
             try:
                 if on_result is not None:
                     on_result(future.result())

@@ -422,16 +422,9 @@ def test_compare_lists_regressions_first(tmp_path, saved_careful):
 
 def test_ctrl_c_rows_and_the_summary_count_the_same_runs(monkeypatch, capsys):
     """Every run has finished when Ctrl-C comes after the second row: the summary counts the two runs shown."""
-    import concurrent.futures
     from course_lib import evaluation
-
-    def finish_all_then_ctrl_c(futures):
-        concurrent.futures.wait(futures)
-        done = concurrent.futures.as_completed(futures)
-        yield next(done)
-        yield next(done)
-        raise KeyboardInterrupt
-    monkeypatch.setattr(evaluation, "as_completed", finish_all_then_ctrl_c)
+    from tests.test_evaluation import every_run_ends_before_the_first_row
+    monkeypatch.setattr(evaluation, "queue", every_run_ends_before_the_first_row(18, ctrl_c_after=2))
     assert cli.main(["eval", "--model", "careful", "--jobs", "4"]) == 130
     out, err = capsys.readouterr()
     assert len([line for line in out.splitlines() if line.startswith("[")]) == 2

@@ -300,6 +300,36 @@ def test_results_come_back_in_task_order_with_four_jobs():
     assert [r["transcript"] for r in results] == [r["transcript"] for r in serial]
 
 
+def every_run_ends_before_the_first_row(runs: int, ctrl_c_after: int | None = None):
+    """Stands in for the queue module in run_suite: a slow terminal, or a loaded machine. The first row waits
+    until all ``runs`` have ended (each puts itself in the queue as it ends); Ctrl-C after ``ctrl_c_after`` rows."""
+    import queue
+    import types
+
+    class Queue(queue.SimpleQueue):
+        rows = 0
+
+        def get(self):
+            deadline = time.monotonic() + 60   # a hang guard only: the runs are scripted and end at once
+            while self.qsize() < runs - self.rows and time.monotonic() < deadline:
+                time.sleep(0.001)
+            if self.rows == ctrl_c_after:
+                raise KeyboardInterrupt
+            self.rows += 1
+            return super().get()
+    return types.SimpleNamespace(SimpleQueue=Queue)
+
+
+def test_with_one_job_rows_come_in_task_order_even_if_every_run_ended_before_the_first_row(monkeypatch):
+    """A slow terminal (or a loaded machine): all runs have ended before the first is reported. as_completed
+    yields such runs in a set's order (CI once printed unit-price-7 seventh): they must come in task order."""
+    from course_lib import evaluation
+    monkeypatch.setattr(evaluation, "queue", every_run_ends_before_the_first_row(len(TASKS) * 2))
+    order = []
+    run_suite(TASKS, careful, repeat=2, on_result=lambda r: order.append((r["task"], r["repeat"])))
+    assert order == [(t["id"], k) for t in TASKS for k in (0, 1)]
+
+
 def test_more_jobs_finish_sooner_with_simulated_latency():
     tasks = TASKS[:16]
     start = time.perf_counter()
@@ -539,13 +569,8 @@ def test_on_ctrl_c_the_results_are_the_runs_whose_rows_were_shown(monkeypatch):
     """Every run has finished by the time the first is reported (an as_completed that waits for all, a stand-in
     for a slow terminal); Ctrl-C comes as the second is reported. Only the two reported runs are results: a run
     that finished without being reported has no row, so it is not counted either."""
-    import concurrent.futures
     from course_lib import evaluation
-
-    def all_done_first(futures):
-        concurrent.futures.wait(futures)
-        yield from concurrent.futures.as_completed(futures)
-    monkeypatch.setattr(evaluation, "as_completed", all_done_first)
+    monkeypatch.setattr(evaluation, "queue", every_run_ends_before_the_first_row(6))
     reported = []
 
     def on_result(result):
