@@ -3,8 +3,9 @@
 Adds: ``parse_reply(text) -> ParsedReply``, the first valid ``{"tool": ..., "args": {...}}`` (and an optional
 ``"thought"``, stage 11) among prose, code fences, ``<think>`` notes and extra objects. It never raises: a failure is
 ``ok=False`` with an ``error`` about the first object, the one the model most likely meant. Linear on hostile text:
-regular expressions choose where to decode, and all decoding shares a budget of about ``MAX_NESTING`` passes over
-the text. ``TextProtocol``: how stage 06's agent reads replies with it.
+regular expressions choose where to decode, an object decoded is not read again from inside (objects in it are
+looked at in it), and all decoding shares a budget of about ``MAX_NESTING`` passes over the text (the last section).
+``TextProtocol``: how stage 06's agent reads replies with it.
 
 Leaves out: repairing broken JSON (single quotes, trailing commas); the model is asked to try again instead.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import json
 import math
 import re
@@ -23,16 +25,6 @@ from .workspace import whole
 MAX_NESTING = 32
 _DECODER = json.JSONDecoder()
 _OBJECT_START = re.compile(r"\{\s*\"")   # a JSON object with at least one key starts like this
-# After a "{" or "[": the rest of a flat object or array none of whose strings is "tool" or has an escape (which
-# could spell it): not an action. ``*+`` and ``++`` never give back a match, so nothing backtracks into quadratic time.
-_FLAT_REST = r'(?=[^{}\[\]]*+[}\]])(?:[^"{}\[\]\\]++|"(?!tool")[^"{}\[\]\\]*+")*+[}\]]'
-_WORTH_TRYING = re.compile(r"\{(?!" + _FLAT_REST + r')\s*"')
-# A run of more than MAX_NESTING + 1 openers ("{" or "["), with only text and such flat ones between them.
-_GAP = r"[^{}\[\]]*+(?:[{\[]" + _FLAT_REST + r"[^{}\[\]]*+)*+"
-_RUN = r"(?P<run>(?:%s[{\[]){%d}(?:%s[{\[])*+)" % (_GAP, MAX_NESTING + 1, _GAP)
-_RUN_OR_WORTH_TRYING = re.compile(r"[{\[](?:" + _RUN + r"|(?<=\{)(?!" + _FLAT_REST + r')\s*")')
-_GAP_BACKWARDS = r"[^{}\[\]]*+(?:[}\]][^{}\[\]]*+[{\[][^{}\[\]]*+)*+"   # a run's gap, read from its end
-_LAST_OPENERS = re.compile(r"(?:%s[{\[]){%d}" % (_GAP_BACKWARDS, MAX_NESTING + 1))
 
 
 @dataclass(slots=True)
@@ -59,32 +51,6 @@ def _think_spans(text: str) -> list[tuple[int, int]]:
         pos = end + len("</think>")
         spans.append((start, pos))
     return spans
-
-
-def _think_end(spans: list[tuple[int, int]], index: int) -> int:
-    """Where the closed <think> block holding ``index`` ends, or 0 if none holds it."""
-    k = bisect.bisect_right(spans, (index, math.inf)) - 1
-    return spans[k][1] if k >= 0 and index < spans[k][1] else 0
-
-
-def _candidate_starts(text: str, thinking: list[tuple[int, int]]):
-    """Where an object may start, in trying order: the first outside <think>, the others worth trying, the deep ones."""
-    first = _OBJECT_START.search(text)
-    while first and (end := _think_end(thinking, first.start())):
-        first = _OBJECT_START.search(text, end)
-    if not first:
-        return
-    yield (first := first.start())
-    deep, pos = [], 0
-    while m := _RUN_OR_WORTH_TRYING.search(text, pos):
-        pos = m.start() + 1
-        if m["run"]:   # only its last MAX_NESTING + 1 openers now: read the run backwards to find them
-            pos = m.end() - _LAST_OPENERS.match(m["run"][::-1]).end()
-            deep.append((m.start(), pos))
-        elif m.start() != first:
-            yield m.start()
-    for start, end in deep:   # then the deep ones: brackets inside strings can make an action look deep
-        yield from (m.start() for m in _WORTH_TRYING.finditer(text, start, end) if m.start() != first)
 
 
 def _check_action(data: dict) -> ParsedReply:
@@ -115,15 +81,16 @@ def parse_reply(text) -> ParsedReply:
             with contextlib.suppress(ValueError, RecursionError):   # else the full search reports the problem
                 if (result := _check_action(_DECODER.raw_decode(text)[0])).ok:
                     return result
-        thinking, first_problem = _think_spans(text), None
+        thinking, read, first_problem = _think_spans(text), [], None
         work_left = (MAX_NESTING + 1) * len(text) + 10_000   # characters all decoding may scan
-        for start in _candidate_starts(text, thinking):
+        for start in _candidate_starts(text, thinking, read):
             if work_left <= 0:   # out of budget: report the first problem (the first start was always decoded)
                 break
-            if thinking and _think_end(thinking, start):
-                continue
             try:
-                data, end = _DECODER.raw_decode(text, start)
+                try:   # raw_decode without its Python wrapper, which costs a third on junk of small objects
+                    data, end = _DECODER.scan_once(text, start)
+                except StopIteration as missing:   # what the wrapper adds: no value where one must be
+                    raise json.JSONDecodeError("Expecting value", text, missing.value) from None
                 work_left -= end - start
             except (ValueError, RecursionError) as e:
                 # Charge from the start of the text: a JSONDecodeError counts the lines before its position to
@@ -131,9 +98,15 @@ def parse_reply(text) -> ParsedReply:
                 work_left -= max(1, getattr(e, "pos", len(text)))
                 first_problem = first_problem or f"invalid JSON: {getattr(e, 'msg', e)}"
                 continue
-            if (result := _check_action(data)).ok:
-                return result
-            first_problem = first_problem or result.error
+            read.append((start, end))
+            if first_problem is None or isinstance(data.get("tool"), str) and isinstance(data.get("args") or {}, dict):
+                if (result := _check_action(data)).ok:
+                    return result
+                first_problem = first_problem or result.error
+            if text.find("{", start + 1, end) > 0 and _TOOL_KEY.search(text, start + 1, end):
+                work_left -= end - start
+                if result := _action_inside(data):
+                    return result
         return _fail(first_problem or "no JSON object found")
     except Exception as e:   # belt and braces: the contract is "never raises"
         return _fail(f"could not read the reply ({type(e).__name__})")
@@ -178,3 +151,69 @@ class TextProtocol:
         """Results for the calls of the last message that never ran (a stop came first)."""
         p = parse_reply(history[-1].get("content")) if history and history[-1]["role"] == "assistant" else None
         return [{"role": "user", "content": f"Observation: Error: {note}"}] if p and p.ok and p.tool != "finish" else []
+
+
+# -- the search through hostile text: which starts to decode, in linear time on any input
+# From one candidate start to the next: text, and objects passed over whole (never read again from inside) when
+# they cannot be an action: up to three deep, no key "tool" holding a string (spelt any way JSON can: \u0074...), and
+# no "{" in a string that could start an object (read from there, strings and the rest swap places). ``*+`` and
+# ``++`` never give back a match, so nothing backtracks into quadratic time.
+_TOOL_KEY = r'"(?:t|\\u0074)(?:o|\\u006[fF]){2}(?:l|\\u006[cC])"\s*+:\s*+"'
+_REST = r'(?:[^"{}\[\]\\]++|(?!' + _TOOL_KEY + r')"(?:[^"\\{]++|\\[^{]|\{(?!\s*"))*+"%s)*+[}\]]'
+_NEXT_START = re.compile(r'(?:[^{]++|\{(?:%s|(?!\s*")))*+(?P<start>\{)?' % functools.reduce(
+    lambda inner, _: _REST % (r"|[{\[]" + inner), range(3), _REST % ""))   # four deep
+_TOOL_KEY = re.compile(_TOOL_KEY)
+# A run: more than MAX_NESTING + 1 openers ("{" or "["), with only text and flat containers that are no action
+# between them. One pass finds them all: a shorter chain of openers is passed over whole, never read from inside.
+_FLAT_REST = r'(?=[^{}\[\]]*+[}\]])(?:[^"{}\[\]\\]++|"(?!tool")[^"{}\[\]\\]*+")*+[}\]]'
+_LINK = r"(?:[^{}\[\]]*+(?:[{\[]" + _FLAT_REST + r"[^{}\[\]]*+)*+[{\[])"   # the chain goes on: text, then an opener
+_NEXT_RUN = re.compile(r"(?:[^{\[]++|[{\[]%s{0,%d}+(?!%s))*+(?P<run>[{\[]%s{%d,}+)?"
+                       % (_LINK, MAX_NESTING, _LINK, _LINK, MAX_NESTING + 1))
+_GAP_BACKWARDS = r"[^{}\[\]]*+(?:[}\]][^{}\[\]]*+[{\[][^{}\[\]]*+)*+"   # a run's gap, read from its end
+_LAST_OPENERS = re.compile(r"(?:%s[{\[]){%d}" % (_GAP_BACKWARDS, MAX_NESTING + 1))
+
+
+def _end_of(spans: list[tuple[int, int]], index: int) -> int:
+    """Where the span of ``spans`` (sorted, apart) holding ``index`` ends, or 0 if none holds it."""
+    k = bisect.bisect_right(spans, (index, math.inf)) - 1
+    return spans[k][1] if k >= 0 and index < spans[k][1] else 0
+
+
+def _candidate_starts(text: str, thinking: list[tuple[int, int]], read: list[tuple[int, int]]):
+    """Where an object may start, in trying order: the first outside <think>, the others worth trying, the deep ones
+    (in the early part of a run). ``read``: the objects decoded, as parse_reply adds them: none is read from inside."""
+    first = _OBJECT_START.search(text)
+    while first and (end := _end_of(thinking, first.start())):
+        first = _OBJECT_START.search(text, end)
+    if not first:
+        return
+    yield (first := first.start())
+    runs, pos = [], 0   # each run's part before its last MAX_NESTING + 1 openers, found by reading it backwards
+    while (m := _NEXT_RUN.match(text, pos))["run"]:
+        runs.append((m.start("run"), m.end() - _LAST_OPENERS.match(m["run"][::-1]).end()))
+        pos = m.end()
+    edges = [0] + [edge for run in runs for edge in run] + [len(text)]   # text between runs, then the deep ones
+    for lo, hi in list(zip(edges[::2], edges[1::2])) + runs:                # (brackets in strings look deep too)
+        pos = hi if (lo, hi) in runs and _end_of(sorted(read), lo) else lo
+        while pos < hi and (start := _NEXT_START.match(text, pos, hi).start("start")) >= 0:
+            pos = start + 1
+            if read and read[-1][0] <= start < read[-1][1]:   # inside the object decoded last: on after it
+                pos = read[-1][1]
+            elif thinking and (jump := _end_of(thinking, start)):
+                pos = jump
+            elif start != first:
+                yield start
+                pos = read[-1][1] if read and read[-1][0] == start else pos   # decoded: on after it
+
+
+def _action_inside(data: dict) -> ParsedReply | None:
+    """The first action among the objects inside ``data``, in the order they start in the text."""
+    stack = list(reversed(data.values()))
+    while stack:
+        if isinstance(value := stack.pop(), dict):
+            if isinstance(value.get("tool"), str) and (found := _check_action(value)).ok:
+                return found
+            stack += reversed(value.values())
+        elif isinstance(value, list):
+            stack += reversed(value)
+    return None

@@ -5,6 +5,7 @@ The contract: one object ``{"tool": NAME, "args": {...}}`` is found even inside 
 agent can send back; it never raises and stays linear on long or hostile text.
 """
 import json
+import re
 import time
 
 import pytest
@@ -230,6 +231,37 @@ def test_fuzz_valid_action_in_prose_is_found(before, tool, args, after, ensure_a
     assert reply == ok(tool.strip(), args)
 
 
+def first_action_by_brute_force(text: str):
+    """What parse_reply promises, the slow way: decode at every "{" outside a closed <think> block, in order, and
+    take the first object that is a valid action."""
+    thinking = [(m.start(), m.end()) for m in re.finditer(r"<think>.*?</think>", text, re.S)]
+    for i in (i for i, c in enumerate(text) if c == "{" and not any(a <= i < b for a, b in thinking)):
+        try:
+            data = json.JSONDecoder().raw_decode(text, i)[0]
+        except (ValueError, RecursionError):
+            continue
+        if (found := parsing_module._check_action(data)).ok:
+            return found
+    return None
+
+
+ACTIONS = st.builds(lambda tool, args: {"tool": tool, "args": args}, st.sampled_from(["lookup", " calculator", "x"]),
+                    st.dictionaries(st.text(max_size=4), JSON_VALUES, max_size=2))
+HOLDING_ACTIONS = st.recursive(ACTIONS | JSON_VALUES, lambda inner: st.lists(inner, max_size=3)
+                               | st.dictionaries(st.sampled_from(["a", "tool", "args", "note"]), inner, max_size=3),
+                               max_leaves=8)
+PIECES = PROSE | HOLDING_ACTIONS.map(json.dumps) | HOLDING_ACTIONS.map(lambda v: f"<think>{json.dumps(v)}</think>")
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(st.lists(PIECES, max_size=6).map(" ".join))
+def test_fuzz_the_action_found_is_the_first_a_brute_force_search_finds(text):
+    """Objects in prose, in <think> blocks, actions nested in objects and lists, objects that are no action (a
+    "tool" that is not text, bad args): however the search skips and jumps, it finds what trying every "{" finds."""
+    expected, reply = first_action_by_brute_force(text), parse_reply(text)
+    assert reply == expected if expected else not reply.ok
+
+
 # ------------------------------------------------------------------ adversarial size (hang/quadratic guards)
 
 ADVERSARIAL = [
@@ -287,6 +319,13 @@ JUNK = [
     pytest.param("", PROSE_UNIT, 1_000_000 // len(PROSE_UNIT), id="prose-braces-korean"),
     pytest.param("", "<think>", 100_000, id="unclosed-think"),
     pytest.param("", '{"a":1} ', 100_000, id="many-small-non-actions"),
+    pytest.param("", '{"a":{"b":1}} ', 71_000, id="many-small-nested-non-actions"),
+    pytest.param("", '{"a":{"b":{"c":{"d":1}}}} ', 37_000, id="many-four-deep-non-actions"),
+    pytest.param("", '{"a":{"b":{"c":{"d":{"e":1}}}}} ', 30_000, id="many-five-deep-non-actions"),
+    pytest.param("", '{"a":' * 20 + "1" + "}" * 20 + " ", 7_000, id="many-twenty-deep-non-actions"),
+    pytest.param("", "[" * 32 + "1" + "]" * 32 + " ", 15_000, id="many-deep-arrays"),
+    pytest.param("", '{"tool":"x","args":1} ', 45_000, id="many-actions-with-bad-args"),
+    pytest.param("", '{"a":"[\\n"} ', 80_000, id="many-objects-with-brackets-and-escapes-in-strings"),
 ]
 # The same junk behind a non-action, so the parser cannot jump straight to the first object and has to sort
 # the starts out (which are worth trying, which sit deep in a long run of openers).
@@ -374,9 +413,12 @@ class CountingDecoder:
         self.real = json.JSONDecoder()
         self.calls = self.chars = self.biggest = 0
 
-    def raw_decode(self, text, start=0):
+    def raw_decode(self, text, start=0):   # the fast path for a reply that is one object
+        return self.scan_once(text, start)
+
+    def scan_once(self, text, start):   # every other decode
         self.calls += 1
-        value, end = self.real.raw_decode(text, start)
+        value, end = self.real.scan_once(text, start)
         self.chars += end - start
         self.biggest = max(self.biggest, end - start)
         return value, end
@@ -389,27 +431,34 @@ def decoder(monkeypatch):
     return counting
 
 
-def test_successful_decodes_are_charged_to_the_shared_budget(decoder):
-    """400 nested objects, none an action: each start decodes to the end of the nest, so trying them all reads
-    about 3.7 million characters (the 6 MB version of this took seconds). Successful decodes count against the
-    budget of (MAX_NESTING + 1) passes over the text too, so reading stops within one decode of it."""
+def test_an_object_read_is_never_decoded_again_from_inside(decoder):
+    """400 nested objects, none an action: the outermost decodes to the end of the nest, and no start inside it is
+    decoded again (each was, once: 3.7 million characters read for these 45 thousand, cut off by the budget)."""
     nested = ('{"k": "' + "x" * 30 + '", "v": ') * 400 + "0" + "}" * 400
     text = "Here is the data:\n" + nested + "\n" + "Some more words. " * 1200
     reply = parse_reply(text)
     assert_failed(reply)
-    assert reply.error == 'the JSON object has no "tool" field'   # running out reports the first problem
-    budget = (MAX_NESTING + 1) * len(text) + 10_000
-    assert budget <= decoder.chars < budget + decoder.biggest
-    assert decoder.biggest <= len(nested)
+    assert reply.error == 'the JSON object has no "tool" field'
+    assert (decoder.calls, decoder.chars) == (1, len(nested))
+
+
+def test_an_action_inside_an_object_is_found_from_the_object_read(decoder):
+    """Objects inside an object that decoded are read from it, in the order they start, whatever holds them."""
+    inner = '{"tool": "lookup", "args": {"topic": "refunds"}}'
+    text = 'Notes: {"k": [1, {"tool": "calculator", "args": 7}, {"deeper": ' + inner + '}], "z": {"tool": "x"}} '
+    assert parse_reply(text + FINISH) == ok("lookup", {"topic": "refunds"})
+    assert decoder.calls == 1   # the first object only: its own objects are not decoded again
+    spelt = '{"wrapper": {"\\u0074\\u006F\\u006fl": "lookup", "args": {}}} '   # "tool" as JSON may spell it
+    assert parse_reply("Try: " + spelt + FINISH) == ok("lookup", {})
 
 
 def test_a_successful_decode_is_charged_only_what_it_read(decoder):
     """Forty small non-actions after a long preamble cost about their own length, not their position in the
     text: the action after them is still reached."""
-    text = "Let me explain first. " * 100 + '{"a": [1]} ' * 40 + FINISH
+    text = "Let me explain first. " * 100 + '{"tool": "x", "args": [1]} ' * 40 + FINISH
     assert parse_reply(text) == ok("finish", {"answer": "ok"})
     assert decoder.calls == 41
-    assert decoder.chars == 40 * len('{"a": [1]}') + len(FINISH)
+    assert decoder.chars == 40 * len('{"tool": "x", "args": [1]}') + len(FINISH)
 
 
 def test_the_missing_tool_error_shows_a_complete_example_action():
@@ -438,6 +487,9 @@ class FailingDecoder:
         self.positions, self.calls = positions, 0
 
     def raw_decode(self, text, start=0):
+        return self.scan_once(text, start)
+
+    def scan_once(self, text, start):
         pos = self.positions[min(self.calls, len(self.positions) - 1)]
         self.calls += 1
         if pos is None:
@@ -483,19 +535,20 @@ def test_each_start_is_decoded_at_most_once(monkeypatch):
     real = json.JSONDecoder()
 
     class Recording:
-        def raw_decode(self, text, start=0):
+        def scan_once(self, text, start):
             starts.append(start)
-            return real.raw_decode(text, start)
+            return real.scan_once(text, start)
 
     monkeypatch.setattr(parsing_module, "_DECODER", Recording())
-    text = "Notes: " + '{"a": ' * 60 + '{"b": [1]} {"c": [2]} ' + '{"tool": "finish", "args": {"answer": "'
+    text = "Notes: " + '{"a": ' * 60 + '{"tool": "b", "args": [1]} {"tool": "c", "args": [2]} '
+    text += '{"tool": "finish", "args": {"answer": "'
     text += "{" * 40 + '"}}'
     reply = parse_reply(text)
     assert reply == ok("finish", {"answer": "{" * 40})
     assert len(starts) == len(set(starts))
-    action = text.index('{"tool"')
+    action = text.index('{"tool": "finish"')
     assert starts[-1] == action   # found last: it looks deep (the braces in its string)
-    assert set(starts[:-1]) >= {text.index('{"b"'), text.index('{"c"')}
+    assert set(starts[:-1]) >= {text.index('{"tool": "b"'), text.index('{"tool": "c"')}
 
 
 def test_a_draft_in_think_between_objects_does_not_end_the_search():
@@ -510,9 +563,9 @@ def test_a_well_behaved_reply_is_read_without_the_search(monkeypatch):
     searched = []
     real_search = parsing_module._candidate_starts
 
-    def spy(text, thinking):
+    def spy(text, *spans):
         searched.append(text)
-        return real_search(text, thinking)
+        return real_search(text, *spans)
 
     monkeypatch.setattr(parsing_module, "_candidate_starts", spy)
     assert parse_reply(CALC) == ok("calculator", {"expression": "24*7"})
@@ -531,6 +584,7 @@ def test_a_well_behaved_reply_is_read_without_the_search(monkeypatch):
     ('{"tool": "calculator", "args": ["2+2"]}', '"args" must be a JSON object like {"name": value}, not list'),
     ('{"tool": "calculator", "args": "2+2"}', '"args" must be a JSON object like {"name": value}, not str'),
     ('{"tool": "x", "args": {', "invalid JSON: Expecting property name enclosed in double quotes"),
+    ('Sure: {"tool": "x", "args": {"a": }}', "invalid JSON: Expecting value"),   # a value missing inside
     ("Here: " + '{"a": ' * 5_000,
      "invalid JSON: maximum recursion depth exceeded while decoding a JSON object from a unicode string"),
 ])
@@ -546,6 +600,7 @@ def test_an_unexpected_error_inside_is_reported_not_raised(monkeypatch):
     class Broken:
         def raw_decode(self, text, start=0):
             raise KeyError("boom")
+        scan_once = raw_decode
 
     monkeypatch.setattr(parsing_module, "_DECODER", Broken())
     reply = parse_reply(CALC)
