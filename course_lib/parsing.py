@@ -155,7 +155,7 @@ class TextProtocol:
 
 # -- the search through hostile text: which starts to decode, in linear time on any input
 # From one candidate start to the next: text, and objects passed over whole (never read again from inside) when
-# they cannot be an action: up to three deep, no key "tool" holding a string (spelt any way JSON can: \u0074...), and
+# they cannot be an action: up to four deep, no key "tool" holding a string (spelt any way JSON can: \u0074...), and
 # no "{" in a string that could start an object (read from there, strings and the rest swap places). ``*+`` and
 # ``++`` never give back a match, so nothing backtracks into quadratic time.
 _TOOL_KEY = r'"(?:t|\\u0074)(?:o|\\u006[fF]){2}(?:l|\\u006[cC])"\s*+:\s*+"'
