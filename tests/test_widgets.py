@@ -36,6 +36,16 @@ def test_clicking_step_twice_shows_two_steps_and_the_last_tool_call(stepper):
     assert repr(stepper) == "AgentStepper(step 2/6, 6 messages, done=False)"
 
 
+def test_the_step_count_changes_last_so_a_browser_never_shows_a_new_count_beside_an_old_call(stepper):
+    """The browser applies widget updates in the order they are sent; a test in JupyterLab read the call of step 1
+    beside "step 2 / 6" when the count was sent first."""
+    sent = []
+    for name in ("status", "details", "messages", "arriving"):
+        getattr(stepper, name).observe(lambda change, name=name: sent.append(name), names="value")
+    stepper.step_button.click()
+    assert sent and sent[-1] == "status" and "details" in sent
+
+
 def test_errors_are_highlighted(stepper):
     for _ in range(3):
         stepper.step_button.click()

@@ -106,8 +106,6 @@ class AgentStepper:
         where = "finished" if s["done"] else "ready"
         said = "streamed" if not s["problem"] else "streamed, then the step failed"   # a broken stream's part
         self.arriving.value = f"<b>{said}</b> {html.escape(s['arrived'])}" if s["arrived"] else ""
-        self.status.value = (f"<b class='stepper-count'>step {s['step']} / {s['max_steps']}</b> · {where}"
-                             + (f" · stop reason: <code>{s['stop_reason']}</code>" if s["stop_reason"] else ""))
         rows = [("thought", f"<i>{html.escape(_short(s['thought'], 300))}</i>")] if s["thought"] else []
         rows += [("model said", html.escape(_short(s["last_reply"], 200)) or "—"),
                 ("tool call", "<br>".join(f"<code class='stepper-call'>{html.escape(c)}</code>"
@@ -126,6 +124,9 @@ class AgentStepper:
             self._message(i, message) for i, message in enumerate(self.agent.history)) + "</ol>"
         for button in (self.step_button, self.run_button):
             button.disabled = s["done"]
+        # The count last: the browser applies the updates in order, so when it shows a step the rest shows it too.
+        self.status.value = (f"<b class='stepper-count'>step {s['step']} / {s['max_steps']}</b> · {where}"
+                             + (f" · stop reason: <code>{s['stop_reason']}</code>" if s["stop_reason"] else ""))
 
     def _message(self, i: int, message: dict) -> str:
         """One message: its role and first line; click it to read the whole text. New ones are marked."""
