@@ -96,6 +96,33 @@ def test_no_wall_of_output_or_of_summary(path):
             assert len(lines) <= 14, f"{path.name}: the summary has {len(lines)} lines"
 
 
+
+def _read_as_maths(markdown: str) -> list[str]:
+    """Where JupyterLab would set a price as maths: a `$` before a number ("$1 per million, $5" renders as
+    italic "1permillion,5", a pair across a line break too), or a `\$`, which its renderer does not honour. Code
+    spans and fences are shown as they are; maths meant as maths ($k_1 = 1.5$) has no `$` before a digit."""
+    import re
+    text = re.sub(r"```.*?```", "", markdown, flags=re.S)
+    text = re.sub(r"(`+)(?:(?!\1).)+?\1", "", text, flags=re.S)
+    return [text[max(m.start() - 25, 0):m.end() + 25] for m in re.finditer(r"\\\$|\$\s*\d", text)]
+
+
+def test_the_maths_check_finds_each_form_of_a_price_and_leaves_code_and_real_maths_alone():
+    for price in ["$1 per million input tokens, $5 per million output", "$168 (7 × $24)", r"costs \$186 and \$5",
+                  "costs $1 per\nmillion, then $5", "costs $ 24", r"\$x"]:
+        assert _read_as_maths(price), price
+    for fine in ["`$24`", "``a `$24` b``", "```\nprice = '$24'\n```", "$k_1 = 1.5$ and $b = 0.75$", "24 dollars",
+                 "$$\\frac{N - n(w) + 0.5}{n(w) + 0.5}$$"]:
+        assert not _read_as_maths(fine), fine
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("[ens]*/[0-9][0-9]*_*.ipynb")), ids=lambda p: p.name)
+def test_no_price_in_a_notebooks_text_is_read_as_maths(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    found = [(i, hit) for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+             for hit in _read_as_maths("".join(c["source"]))]
+    assert not found, f"{path.name}: write amounts in words or a code span: (cell, text) {found}"
+
 def _diagrams(path: Path) -> list[str]:
     import re
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
