@@ -211,6 +211,9 @@ def test_diagrams_fit_one_screen_with_readable_labels_and_alt_text(jupyterlab):
              for i, (_, _, src) in enumerate(found)]
     cells.append({"cell_type": "code", "id": "check", "metadata": {}, "execution_count": None, "outputs": [],
                   "source": 'from course_lib.courseware.checks import check\ncheck("03.4", lambda tools: [])'})
+    cells.append({"cell_type": "code", "id": "peek", "metadata": {}, "execution_count": None, "outputs": [],
+                  "source": 'from course_lib.courseware.widgets import peek\n'
+                            'peek({"messages": [{"role": "user", "content": f"line {i}"} for i in range(9)]})'})
     gallery = {"cells": cells, "metadata": lesson["metadata"], "nbformat": 4, "nbformat_minor": 5}
     (work / "diagrams.ipynb").write_text(json.dumps(gallery, ensure_ascii=False), encoding="utf-8")
     sizes, too_big = [], []
@@ -247,5 +250,13 @@ def test_diagrams_fit_one_screen_with_readable_labels_and_alt_text(jupyterlab):
         table.scroll_into_view_if_needed()
         table.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')][1]").screenshot(
             path=str(ARTIFACTS / f"check-table-failing{SUFFIX}.png"))
+        # A folded peek, opened: its two halves line up as one text, the second right under the "more" line.
+        folded = run_cell(page, "peek({").locator(".jp-OutputArea-output details")
+        folded.locator("summary").click()
+        first, second = (folded.locator("xpath=..").locator("pre").nth(i).bounding_box() for i in (0, 1))
+        summary = folded.locator("summary").bounding_box()
+        assert abs(first["x"] - second["x"]) < 1 and abs(first["x"] - summary["x"]) < 1, (first, second, summary)
+        assert 0 <= second["y"] - (summary["y"] + summary["height"]) < 4, (summary, second)
+        folded.screenshot(path=str(ARTIFACTS / f"peek-opened{SUFFIX}.png"))
     (ARTIFACTS / f"diagram-sizes{SUFFIX}.txt").write_text("\n".join(sizes) + "\n", encoding="utf-8")
     assert not too_big, "diagrams taller than 640 px or shrunk below 80 %:\n" + "\n".join(too_big)

@@ -183,6 +183,11 @@ def ask_with_buttons(request, timeout: float = 600.0) -> bool:
     return approved
 
 
+# JupyterLab gives a <pre> that is a direct child of an HTML output margins (1.5em 2em) and one inside <details>
+# none, and breaks its lines at any letter: a peek's two halves are set alike and wrap at spaces.
+PRE = "<pre style='margin:0;word-break:normal;overflow-wrap:anywhere'>"
+
+
 class Peek:
     """A long output, folded: its first ``lines`` lines, then how many more there are. In JupyterLab that line
     opens to the rest (a ``<details>`` that names ``title``, the size and a dict's keys); nbval and terminals
@@ -198,12 +203,12 @@ class Peek:
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         more = len(self.all) - self.lines
         if more <= 1:
-            return {"text/plain": self.text, "text/html": f"<pre>{html.escape(self.text)}</pre>"}
+            return {"text/plain": self.text, "text/html": f"{PRE}{html.escape(self.text)}</pre>"}
         head, rest = "\n".join(self.all[:self.lines]), "\n".join(self.all[self.lines:])
         return {"text/plain": f"{head}\n… {more} more lines (open the output in JupyterLab to see them all)",
-                "text/html": (f"<pre style='margin-bottom:0'>{html.escape(head)}</pre>" if self.lines else "")
+                "text/html": (f"{PRE}{html.escape(head)}</pre>" if self.lines else "")
                 + f"<details><summary>… {more} more lines ({html.escape(self.summary)}): click to show</summary>"
-                  f"<pre style='margin-top:0'>{html.escape(rest)}</pre></details>"}
+                  f"{PRE}{html.escape(rest)}</pre></details>"}
 
 
 def peek(text_or_obj, lines: int = 12, title: str = "") -> Peek:
