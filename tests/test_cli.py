@@ -230,6 +230,9 @@ def test_eval_json_prints_progress_on_stderr_and_only_the_report_on_stdout():
     report = json.loads(result.stdout)   # stdout is one JSON document, nothing else
     assert (report["model"], report["planned"], report["interrupted"]) == ("sloppy", 18, False)
     assert report["summary"]["passed"] == 10
+    # floats as a person reads them: 0.555556, not 0.5555555555555556 (the saved runs keep every digit)
+    assert (report["summary"]["pass_rate"], report["summary"]["mean_steps"]) == (0.555556, 2.555556)
+    assert all(len(repr(v).split(".")[-1]) <= 6 for v in report["summary"].values() if type(v) is float)
     progress = result.stderr.splitlines()
     assert progress[0] == "18 tasks × 1, model: sloppy (a scripted stand-in, not a model), 3 at a time"
     assert [line[:7] for line in progress[1:]] == [f"[{n:>2}/18]" for n in range(1, 19)]

@@ -123,6 +123,14 @@ def test_no_price_in_a_notebooks_text_is_read_as_maths(path):
              for hit in _read_as_maths("".join(c["source"]))]
     assert not found, f"{path.name}: write amounts in words or a code span: (cell, text) {found}"
 
+
+@pytest.mark.parametrize("path", sorted(ROOT.glob("[ens]*/[0-9][0-9]*_*.ipynb")), ids=lambda p: p.name)
+def test_what_nbval_should_skip_is_marked_in_the_cells_metadata_not_in_code_a_learner_reads(path):
+    """A `# nbval-ignore-output` first line is CI talk in a learner's code; the cell's tags say the same to nbval."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    shown = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and "nbval" in "".join(c["source"]).lower()]
+    assert not shown, f"{path.name}: cells {shown} name nbval in their code; use the tag in the cell's metadata"
+
 def _diagrams(path: Path) -> list[str]:
     import re
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]

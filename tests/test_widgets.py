@@ -82,10 +82,13 @@ def test_the_stepper_shows_native_tool_calls_and_model_errors():
     assert "color:var(--jp-error-color1, #c62828)" in stepper.details.value
 
 
-def test_the_widget_displays_with_a_stable_text_form(stepper):
+def test_the_widget_displays_with_a_stable_text_form_that_says_where_the_buttons_are(stepper):
+    """A saved notebook keeps only the text form: opened before its cell runs, it must not leave a learner looking
+    for a Step button the lesson's text mentions (issue 30)."""
     bundle = stepper._repr_mimebundle_()
     assert "application/vnd.jupyter.widget-view+json" in bundle
-    assert bundle["text/plain"] == "AgentStepper(step 0/6, 2 messages, done=False)"
+    assert bundle["text/plain"] == ("AgentStepper(step 0/6, 2 messages, done=False)\n"
+                                    "(run this cell to get the stepper's buttons)")
 
 
 def test_the_stepper_drives_a_real_adapter_too():

@@ -169,7 +169,8 @@ def cmd_eval(args) -> int:
     if args.out:
         text = json.dumps({**report, "results": results}, ensure_ascii=False, indent=1, default=str)
         Path(args.out).write_text(text + "\n", "utf-8")
-    print(json.dumps(report, ensure_ascii=False) if args.json else
+    shown = {**report, "summary": {k: round(v, 6) if type(v) is float else v for k, v in summary.items()}}
+    print(json.dumps(shown, ensure_ascii=False) if args.json else   # 0.555556, not 0.5555555555555556
           f"passed {summary['passed']}/{summary['runs']} ({summary['pass_rate']:.0%}), pass^{summary['k']} "
           f"{summary['pass^k']:.0%}, mean steps {summary['mean_steps']:.1f}, {summary['total_tokens']:,} tokens, "
           f"${summary['cost']:.4f} at example prices", flush=True)

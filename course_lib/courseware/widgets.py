@@ -147,7 +147,9 @@ class AgentStepper:
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.box._repr_mimebundle_(**kwargs)
-        bundle["text/plain"] = repr(self)   # a stable text form for nbval; the widget itself for people
+        # a stable text form for nbval; the widget itself for people, once the cell has run (a saved notebook
+        # keeps no widget, only this text, so it says where the buttons are)
+        bundle["text/plain"] = f"{self!r}\n(run this cell to get the stepper's buttons)"
         return bundle
 
 
