@@ -96,9 +96,8 @@ def test_no_wall_of_output_or_of_summary(path):
             assert len(lines) <= 14, f"{path.name}: the summary has {len(lines)} lines"
 
 
-
 def _read_as_maths(markdown: str) -> list[str]:
-    """Where JupyterLab would set a price as maths: a `$` before a number ("$1 per million, $5" renders as
+    r"""Where JupyterLab would set a price as maths: a `$` before a number ("$1 per million, $5" renders as
     italic "1permillion,5", a pair across a line break too), or a `\$`, which its renderer does not honour. Code
     spans and fences are shown as they are; maths meant as maths ($k_1 = 1.5$) has no `$` before a digit."""
     import re
