@@ -141,7 +141,7 @@ class Agent:
         for call in reading.calls:
             step.runs.append(ToolRun(*call[:2], obs := dispatch(self.tools, *call[:2])))   # parallel calls: all
             if log.isEnabledFor(logging.INFO):   # skip the formatting work when nobody listens
-                log.info("step %d: %s(%s) -> %.200s", self.steps, call[0], json.dumps(call[1], ensure_ascii=False), obs.content)
+                log.info("step %d: %s(%s) -> %.50s", self.steps, call[0], json.dumps(call[1], ensure_ascii=False), obs.content)
             self.history.append(self.protocol.result(call, obs))   # each answered in turn
 
     def _stop(self, reason: str, answer: str) -> None:

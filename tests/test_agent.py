@@ -630,14 +630,14 @@ def test_the_smallest_step_cap_from_the_environment_is_one(monkeypatch, raw, ste
 # ---------------------------------------------------------------- logging
 
 
-def test_a_long_observation_is_logged_cut_at_200_characters(caplog):
+def test_a_long_observation_is_logged_cut_at_50_characters_so_a_log_line_fits_a_notebook(caplog):
     def big() -> str:
         """Say a lot."""
         return "x" * 300
 
     with caplog.at_level(logging.INFO, logger="course_lib.agent"):
         Agent({"big": big}, ScriptedModel([act("big"), finish("ok")])).run("x")
-    assert f"step 1: big({{}}) -> {'x' * 200}" in [r.getMessage() for r in caplog.records]
+    assert f"step 1: big({{}}) -> {'x' * 50}" in [r.getMessage() for r in caplog.records]
 
 
 def test_saving_is_logged_at_debug_level(tools, tmp_path, caplog):

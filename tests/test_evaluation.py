@@ -603,7 +603,7 @@ def _lesson_cell(tagged_line: str, edits: dict) -> str:
     with contextlib.redirect_stdout(printed):
         exec(setup, namespace)
         exec(cell, namespace)
-    return printed.getvalue()
+    return printed.getvalue().replace("\n    ", " ")   # say's wrapped lines joined again
 
 
 def test_the_judge_cell_says_why_a_verdict_is_unreadable_and_names_a_bad_task_id():

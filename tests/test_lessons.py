@@ -130,6 +130,20 @@ def test_what_nbval_should_skip_is_marked_in_the_cells_metadata_not_in_code_a_le
     shown = [i for i, c in enumerate(cells) if c["cell_type"] == "code" and "nbval" in "".join(c["source"]).lower()]
     assert not shown, f"{path.name}: cells {shown} name nbval in their code; use the tag in the cell's metadata"
 
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb")), ids=lambda p: p.name)
+def test_no_printed_line_is_wider_than_a_notebook_so_none_is_broken_mid_word(path):
+    """JupyterLab breaks an output line wider than the notebook (about 120 columns at 1400 pixels with the file
+    browser open) at any letter: lessons print with `say`, which wraps at spaces. An output with an HTML form (a
+    peek, a widget) is shown as HTML, which wraps at spaces by itself."""
+    from course_lib.courseware.printing import columns
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    wide = [(i, line[:60] + "…") for i, c in enumerate(cells) if c["cell_type"] == "code"
+            for o in c.get("outputs", []) if "text/html" not in o.get("data", {})
+            for line in "".join(o.get("text") or o.get("data", {}).get("text/plain", "")).splitlines()
+            if columns(line) > 120]
+    assert not wide, f"{path.name}: (cell, line) printed wider than 120 columns: {wide}"
+
 def _diagrams(path: Path) -> list[str]:
     import re
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]

@@ -1,7 +1,7 @@
 """`answered`: the check of a your-turn cell waits while `...` is left in what the learner writes."""
 import pytest
 
-from course_lib.courseware.your_turn import FOLDED, answered
+from course_lib.courseware.your_turn import answered
 
 
 def unwritten(messages):
@@ -24,7 +24,8 @@ def nested_unwritten(x):
 def test_a_placeholder_anywhere_waits_and_says_what_to_write(value, capsys):
     assert answered(value, what="your guess") is False
     printed = capsys.readouterr().out
-    assert printed == f"your turn: write your guess in place of the ..., then run this cell again ({FOLDED})\n"
+    assert printed == ("your turn: write your guess in place of the ..., then run this cell again (the course's "
+                       "answer is folded in\n    the cell below)\n")   # wrapped at spaces, as say wraps it
 
 
 @pytest.mark.parametrize("value", [0, None, "", "...", False, [], {"a": 1}, (1, "..."), written, print, len,

@@ -14,6 +14,8 @@ import ast
 import inspect
 import textwrap
 
+from .printing import say
+
 FOLDED = "the course's answer is folded in the cell below"
 
 
@@ -38,6 +40,6 @@ def _open(value) -> bool:
 def answered(*values, what: str = "your prediction") -> bool:
     """True once no value holds `...`; until then print what to write, and return False."""
     if any(_open(v) for v in values):
-        print(f"your turn: write {what} in place of the ..., then run this cell again ({FOLDED})")
+        say(f"your turn: write {what} in place of the ..., then run this cell again ({FOLDED})")
         return False
     return True
