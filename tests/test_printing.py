@@ -4,7 +4,7 @@ import io
 from hypothesis import given
 from hypothesis import strategies as st
 
-from course_lib.courseware.printing import WIDTH, columns, say, wrap
+from course_lib.courseware.printing import WIDTH, clip, columns, say, wrap
 
 
 def said(*values, **options) -> str:
@@ -40,3 +40,10 @@ def test_wrapping_keeps_every_word_and_fits_wherever_a_word_fits(words, width):
     rows = wrap(line, width)
     assert " ".join(" ".join(rows).split()) == " ".join(line.split())
     assert all(columns(row) <= width or " " not in row.strip() for row in rows)
+
+
+def test_clip_marks_a_cut_and_leaves_a_short_text_whole():
+    assert clip("short", 10) == "short" and clip("exactly ten", 11) == "exactly ten"
+    assert clip("The release moves to Friday and two bugs were fixed", 20) == "The release moves t…"
+    assert clip("a  b\n c", 10) == "a b c"   # one line
+    assert clip("word " * 3, 9) == "word wor…" and len(clip("x" * 50, 9)) == 9

@@ -1,4 +1,4 @@
-"""``say``: ``print`` for lessons, with long lines wrapped at spaces.
+"""``say``: ``print`` for lessons, with long lines wrapped at spaces; ``clip``: a text cut to a length, marked.
 
 JupyterLab breaks an output line that is wider than the notebook at any letter ("COU" at the end of one line,
 "RSE_OPENAI_MODEL" at the start of the next). ``say`` takes what ``print`` takes and prints the same text, except
@@ -39,3 +39,9 @@ def say(*values, sep: str = " ", end: str = "\n", file=None, flush: bool = False
     text = sep.join(map(str, values))
     out = "\n".join(row for line in text.split("\n") for row in wrap(line, width))
     print(out, end=end, file=sys.stdout if file is None else file, flush=flush)
+
+
+def clip(text, limit: int) -> str:
+    """``text`` on one line (whitespace squeezed), at most ``limit`` characters: a cut one ends with "…"."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
