@@ -212,3 +212,13 @@ def test_peek_pretty_prints_a_dict_as_json_and_names_its_keys_keeping_korean():
     assert bundle["text/plain"].splitlines()[:3] == ["{", '  "model": "m",', '  "messages": [']
     assert "(request body: 9 lines, keys model, messages): click to show</summary>" in bundle["text/html"]
     assert "일곱 개 사면 얼마예요?" in bundle["text/html"] and "\\u" not in p.text
+
+
+def test_peek_wraps_a_long_line_at_spaces_as_say_does_and_counts_the_lines_shown():
+    from course_lib.courseware.printing import WIDTH, columns, wrap
+    line = "    The model call failed: " + "a rejected key, " * 15
+    rows = wrap(line)
+    assert len(rows) == 3 and all(row.startswith("        ") for row in rows[1:])   # say's hanging indent
+    shown = peek(line + "\nshort", lines=2)._repr_mimebundle_()["text/plain"].splitlines()
+    assert shown[:2] == rows[:2] and all(columns(row) <= WIDTH for row in shown[:2])
+    assert shown[2].startswith("… 2 more lines") and len(shown) == 3   # the third row and "short"

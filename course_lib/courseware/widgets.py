@@ -18,6 +18,8 @@ import time
 
 import ipywidgets as w
 
+from .printing import wrap
+
 # JupyterLab's theme variables, so the colours read well in the light and the dark theme alike.
 ROLE_COLOURS = {"system": "var(--jp-ui-font-color2, #888)", "user": "var(--jp-info-color0, #1f5fa8)",
                 "assistant": "var(--jp-success-color0, #2e7d32)", "tool": "var(--jp-warn-color0, #8e5a00)"}
@@ -198,14 +200,15 @@ class Peek:
     def __init__(self, text_or_obj, lines: int = 12, title: str = ""):
         obj = text_or_obj
         self.text = obj if isinstance(obj, str) else json.dumps(obj, indent=2, ensure_ascii=False)
-        self.lines, self.all = lines, self.text.splitlines()
+        self.lines, self.all = lines, [row for line in self.text.splitlines() for row in wrap(line)]   # as say does
         shape = f"{len(self.all)} lines" + (f", keys {', '.join(map(str, obj))}" if isinstance(obj, dict) else "")
         self.summary = f"{title}: {shape}" if title else shape
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict:
         more = len(self.all) - self.lines
         if more <= 1:
-            return {"text/plain": self.text, "text/html": f"{PRE}{html.escape(self.text)}</pre>"}
+            whole = "\n".join(self.all)
+            return {"text/plain": whole, "text/html": f"{PRE}{html.escape(whole)}</pre>"}
         head, rest = "\n".join(self.all[:self.lines]), "\n".join(self.all[self.lines:])
         return {"text/plain": f"{head}\n… {more} more lines (open the output in JupyterLab to see them all)",
                 "text/html": (f"{PRE}{html.escape(head)}</pre>" if self.lines else "")
