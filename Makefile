@@ -4,9 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
+CLASSROOM_STAMP := $(VENV)/.installed-classroom
 export PYTHONHASHSEED := 0
 
-.PHONY: lab test mutate demo doctor bench execute exercises clean-venv
+.PHONY: lab test mutate demo doctor bench execute exercises classroom clean-venv
 
 # Two installs, two stamps. A learner's commands need only the `course` extra (JupyterLab, the SDKs, what the
 # `course` command imports); `make test` adds the `test` extra on top (pytest, nbval, Playwright, nbgrader...),
@@ -28,6 +29,11 @@ $(TEST_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	$(BIN)/python -m pip uninstall --quiet --yes $(SLOW_OPTIONAL)
 	touch $(TEST_STAMP)
+
+$(CLASSROOM_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[classroom]'
+	$(BIN)/python -m pip uninstall --quiet --yes $(SLOW_OPTIONAL)
+	touch $(CLASSROOM_STAMP)
 
 # The course folder is the root (exercises/, solutions/, README reachable; the lessons' links work), with
 # lesson 00 open. LAB_ARGS passes more options, e.g. `make lab LAB_ARGS=--no-browser`.
@@ -57,6 +63,11 @@ doctor: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
+
+# A JupyterHub on this machine with an instructor and two students, nbgrader's exchange between them
+# (classroom/README.md). `make classroom CLASSROOM_ARGS="--port 8010 --students ann,ben,cho"`.
+classroom: $(CLASSROOM_STAMP)
+	$(BIN)/python scripts/classroom.py $(CLASSROOM_ARGS)
 
 clean-venv:
 	rm -rf $(VENV)

@@ -23,7 +23,8 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 PROJECT = canonicalize_name(PYPROJECT["project"]["name"])
 EXTRAS = PYPROJECT["project"]["optional-dependencies"]
 LEARNER, TEST = "course", "test"
-TEST_TOOLS = {"pytest", "pytest-xdist", "hypothesis", "nbval", "playwright", "nbgrader", "rank-bm25", "mutmut"}
+TEST_TOOLS = {"pytest", "pytest-xdist", "hypothesis", "nbval", "playwright", "nbgrader", "rank-bm25", "mutmut",
+              "jupyterhub"}
 # What learners run: the lessons, the exercises, and the code behind `course` and the make targets.
 LEARNER_CODE = ["course_lib", "notebooks", "exercises", "solutions", "scripts", "benchmarks"]
 LEARNER_TARGETS = ["lab", "execute", "exercises", "demo", "doctor", "bench"]

@@ -1,0 +1,117 @@
+"""`make classroom`: a JupyterHub on this machine with an instructor and students, nbgrader's exchange between them.
+
+    python scripts/classroom.py [--folder build/classroom] [--port 8000] [--students alice,bob] [--stage 04]
+
+It prepares FOLDER: config/nbgrader_config.py (from classroom/), an empty exchange/, course/source/ps04/ holding
+the stage's exercise notebook as the instructor's source (solutions/, with its answers and hidden tests), and a
+home folder per user. It finds configurable-http-proxy, the hub's proxy (on PATH or in build/node, else it installs
+it there with npm), starts the hub, prints its address, the users and the password, and waits. Ctrl-C (or SIGTERM)
+stops the hub, every user's server and the proxy. classroom/README.md is the instructor's guide.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def find_proxy(node: Path = ROOT / "build" / "node") -> str | None:
+    """configurable-http-proxy: on PATH, in build/node, or installed there with npm; None if there is no way."""
+    local = node / "node_modules" / ".bin" / "configurable-http-proxy"
+    if found := shutil.which("configurable-http-proxy") or (local.is_file() and str(local)):
+        return found
+    if not shutil.which("npm"):
+        return None
+    print("classroom: installing configurable-http-proxy with npm (once)", flush=True)
+    done = subprocess.run(["npm", "install", "--silent", "--prefix", str(node), "configurable-http-proxy@5"],
+                          capture_output=True, text=True, timeout=600)
+    return str(local) if done.returncode == 0 and local.is_file() else None
+
+
+def prepare(folder: Path, stage: str, users: list[str]) -> None:
+    """The folders the hub, nbgrader and the users work in, and the stage's source notebook."""
+    (folder / "config").mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "classroom" / "nbgrader_config.py", folder / "config" / "nbgrader_config.py")
+    (folder / "exchange").mkdir(exist_ok=True)
+    (folder / "exchange").chmod(0o777)   # nbgrader's exchange: every user may write into inbound/
+    source = folder / "course" / "source" / f"ps{stage}"
+    source.mkdir(parents=True, exist_ok=True)
+    notebook = next((ROOT / "solutions").glob(f"{stage}_*_exercises.ipynb"))
+    shutil.copy(notebook, source / notebook.name)
+    for user in users:
+        (folder / "home" / user).mkdir(parents=True, exist_ok=True)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folder", type=Path, default=ROOT / "build" / "classroom")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--students", default="alice,bob")
+    parser.add_argument("--stage", default="04")
+    args = parser.parse_args(argv)
+    folder = args.folder.resolve()
+    students = [s for s in args.students.split(",") if s]
+    prepare(folder, args.stage, ["instructor", *students])
+    proxy = find_proxy()
+    if proxy is None:
+        print("classroom: configurable-http-proxy is not installed and npm is not there to install it; install "
+              "Node.js (which brings npm), then run this again", file=sys.stderr)
+        return 2
+    password = os.environ.get("CLASSROOM_PASSWORD") or secrets.token_urlsafe(9)
+    env = {**os.environ, "CLASSROOM_DIR": str(folder), "CLASSROOM_PORT": str(args.port),
+           "CLASSROOM_HUB_PORT": str(free_port()), "CLASSROOM_PROXY_API_PORT": str(free_port()),
+           "CLASSROOM_PROXY": proxy, "CLASSROOM_PASSWORD": password, "CLASSROOM_STUDENTS": ",".join(students),
+           "CLASSROOM_INSTRUCTOR": "instructor", "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    hub = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(ROOT / "classroom" / "jupyterhub_config.py")],
+                           cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=open(folder / "hub.log", "ab"))
+    stop = lambda *_: hub.send_signal(signal.SIGINT)   # the hub stops every server and the proxy, then exits
+    signal.signal(signal.SIGTERM, stop)
+    url = f"http://127.0.0.1:{args.port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/hub/api/", timeout=2).close()
+                break
+            except OSError:
+                if hub.poll() is not None or time.monotonic() > deadline:
+                    print(f"classroom: the hub did not start; its log is {folder / 'hub.log'}", file=sys.stderr)
+                    return 1
+                time.sleep(0.5)
+        print(f"classroom: ready at {url}", flush=True)
+        print(f"classroom: users instructor (admin), {', '.join(students)}; the password for all: {password}", flush=True)
+        print(f"classroom: the course folder is {folder / 'course'}; classroom/README.md says what to run next",
+              flush=True)
+        print("classroom: Ctrl-C stops the hub and every server", flush=True)
+        return hub.wait()
+    except KeyboardInterrupt:
+        stop()
+        return hub.wait(timeout=60)
+    finally:
+        if hub.poll() is None:
+            stop()
+            try:
+                hub.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                hub.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""A class on a real JupyterHub (issue 29): `make classroom`'s hub, nbgrader's exchange, `course check` grading.
+
+scripts/classroom.py (what `make classroom` runs) starts the hub of classroom/ on 127.0.0.1 with an instructor and
+two students. The instructor generates and releases exercise 04 with nbgrader, as in a terminal. Each student's
+own JupyterLab server, started by the hub and reached through its proxy, fetches the assignment (nbgrader's
+assignment-list handlers, what the Assignments tab calls), gets the notebook filled in (alice: every answer
+right; bob: 04.3 left as released) and submits it. The instructor collects, grades with `course check 04 --json`
+and with `nbgrader autograde`, and the two agree. Ctrl-C to the script stops the hub and every server.
+"""
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import classroom  # noqa: E402  (scripts/ is not a package)
+
+pytest.importorskip("jupyterhub", reason="the test extra installs JupyterHub (make test)")
+STAGE, COURSE, ASSIGNMENT = "04", "agent-course", "ps04"
+NOTEBOOK = "04_parsing_replies_exercises.ipynb"
+
+
+class Hub:
+    def __init__(self, url: str, token: str):
+        self.url, self.token = url, token
+
+    def call(self, method: str, path: str, *, json_body=None, form=None):
+        headers, body = {"Authorization": f"token {self.token}"}, None
+        if json_body is not None:
+            body, headers["Content-Type"] = json.dumps(json_body).encode(), "application/json"
+        if form is not None:
+            body, headers["Content-Type"] = urllib.parse.urlencode(form).encode(), "application/x-www-form-urlencoded"
+        request = urllib.request.Request(self.url + path, data=body, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=120) as response:
+                text = response.read().decode()
+                return response.status, json.loads(text) if text.strip() else None
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode(errors="replace")[:500]
+
+    def start_server(self, user: str) -> None:
+        status, said = self.call("POST", f"/hub/api/users/{user}/server")
+        assert status in (201, 202), (status, said)
+        for _ in range(240):   # a hang guard: a server that starts is ready in seconds
+            status, model = self.call("GET", f"/hub/api/users/{user}")
+            if model["servers"].get("", {}).get("ready"):
+                return
+            time.sleep(0.5)
+        pytest.fail(f"{user}'s server did not become ready")
+
+
+def instructor(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    """A command the instructor runs in a terminal, in the course folder, with the classroom's nbgrader config."""
+    env = {**os.environ, "CLASSROOM_DIR": str(folder), "JUPYTER_CONFIG_PATH": str(folder / "config"),
+           "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run(args, cwd=folder / "course", env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode in (0, 1), f"{' '.join(args)}:\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def filled(released: dict, leave: set[str]) -> dict:
+    """The released notebook with each answer cell written as the solution writes it, except those in ``leave``."""
+    solution = nbformat.read(ROOT / "solutions" / NOTEBOOK, as_version=4)
+    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
+               if c.metadata.get("nbgrader", {}).get("solution")}
+    for cell in released["cells"]:
+        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
+        if grade_id in answers and grade_id not in leave:
+            cell["source"] = "\n".join(line for line in answers[grade_id].splitlines()
+                                       if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    return released
+
+
+def test_a_class_on_the_hub_fetches_submits_and_is_graded_the_same_by_course_check_and_nbgrader(tmp_path):
+    if classroom.find_proxy() is None:
+        pytest.skip("configurable-http-proxy is not installed and there is no npm to install it (needs Node.js)")
+    folder, port, token = tmp_path / "classroom", classroom.free_port(), secrets.token_hex(16)
+    env = {**os.environ, "CLASSROOM_SERVICE_TOKEN": token}
+    script = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "classroom.py"), "--folder", str(folder),
+                               "--port", str(port), "--students", "alice,bob"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = script.stdout.readline()
+        assert first.startswith("classroom: ready at http://127.0.0.1:"), first + script.stderr.read()
+        hub = Hub(first.split(" at ")[1].strip(), token)
+        users = script.stdout.readline()
+        assert "instructor (admin), alice, bob" in users and "password" in users
+
+        instructor(folder, str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT)
+        released = instructor(folder, str(BIN / "nbgrader"), "release_assignment", ASSIGNMENT)
+        assert f"Released as: {COURSE} {ASSIGNMENT}" in released.stderr + released.stdout
+
+        for student, leave in (("alice", set()), ("bob", {"ex04_3"})):
+            hub.start_server(student)
+            status, listed = hub.call("GET", f"/user/{student}/assignments?course_id={COURSE}")
+            assert status == 200 and [a["status"] for a in listed["value"]] == ["released"], listed
+            status, fetched = hub.call("POST", f"/user/{student}/assignments/fetch",
+                                       form={"course_id": COURSE, "assignment_id": ASSIGNMENT})
+            assert status == 200 and fetched["success"], fetched
+            path = f"/user/{student}/api/contents/{ASSIGNMENT}/{NOTEBOOK}"
+            status, model = hub.call("GET", path)
+            assert status == 200 and model["type"] == "notebook"
+            status, _ = hub.call("PUT", path, json_body={"type": "notebook", "format": "json",
+                                                          "content": filled(model["content"], leave)})
+            assert status == 200
+            status, submitted = hub.call("POST", f"/user/{student}/assignments/submit",
+                                         form={"course_id": COURSE, "assignment_id": ASSIGNMENT})
+            assert status == 200 and submitted["success"], submitted
+            # the student's work landed in the exchange under the hub's user name, not the system's
+            assert any(p.name.startswith(f"{student}+{ASSIGNMENT}+")
+                       for p in (folder / "exchange" / COURSE / "inbound").iterdir())
+
+        instructor(folder, str(BIN / "nbgrader"), "collect", ASSIGNMENT)
+        handed_in = {s: folder / "course" / "submitted" / s / ASSIGNMENT / NOTEBOOK for s in ("alice", "bob")}
+        assert all(p.is_file() for p in handed_in.values())
+
+        checked = instructor(folder, sys.executable, "-m", "course_lib.courseware.cli", "check", STAGE, "--json",
+                             *map(str, handed_in.values()))
+        reports = json.loads(checked.stdout)
+        reports = reports["notebooks"] if isinstance(reports, dict) else reports
+        verdicts = {Path(r["notebook"]).parts[-3]: {e["exercise"]: e["passed"] for e in r["exercises"]}
+                    for r in reports}
+        assert verdicts == {"alice": {"04.1": True, "04.2": True, "04.3": True},
+                            "bob": {"04.1": True, "04.2": True, "04.3": False}}
+        assert checked.returncode == 1   # someone failed something
+
+        instructor(folder, str(BIN / "nbgrader"), "autograde", ASSIGNMENT)
+        from nbgrader.api import Gradebook
+        with Gradebook(f"sqlite:///{folder / 'course' / 'gradebook.db'}") as gradebook:
+            for student, passed in verdicts.items():
+                notebook, = gradebook.find_submission(ASSIGNMENT, student).notebooks
+                by_exercise = {}
+                for grade in notebook.grades:   # "ex04_3" and "ex04_3_hidden": both full for a pass
+                    exercise = f"{grade.name[2:4]}.{grade.name[5:].split('_')[0]}"
+                    by_exercise.setdefault(exercise, []).append(grade.score == grade.max_score)
+                assert {e: all(full) for e, full in by_exercise.items()} == passed, student
+    finally:
+        script.send_signal(signal.SIGINT)
+        try:
+            script.wait(timeout=90)
+        except subprocess.TimeoutExpired:
+            script.kill()
+            raise
+    # nothing of the hub outlives it: no user's server, no proxy
+    left = subprocess.run(["pgrep", "-f", str(folder)], capture_output=True, text=True).stdout.split()
+    assert left == [], f"processes of the classroom still running: {left}"
+
+
+def test_make_classroom_runs_the_script_the_class_above_ran_on():
+    done = subprocess.run(["make", "-n", "classroom", "CLASSROOM_ARGS=--port 8010"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == ".venv/bin/python scripts/classroom.py --port 8010"
+
+
+def test_without_a_proxy_or_npm_the_script_says_what_to_install(tmp_path, monkeypatch):
+    monkeypatch.setattr(classroom, "find_proxy", lambda: None)
+    monkeypatch.setattr(classroom, "ROOT", ROOT)
+    assert classroom.main(["--folder", str(tmp_path / "c"), "--port", str(classroom.free_port())]) == 2
