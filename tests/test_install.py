@@ -243,3 +243,17 @@ def test_notebooks_are_read_and_validated_without_the_slow_iri_checker():
     done = subprocess.run([sys.executable, "-c", code, str(ROOT / "notebooks" / "00_welcome.ipynb")],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_the_conda_environment_installs_the_learner_extra_on_a_python_the_project_supports():
+    """The README's conda path: environment.yml brings only Python and pip from conda and installs the same
+    `course` extra as `make lab`, so the versions live in one place (pyproject.toml). Conda itself is not run."""
+    import yaml
+    from packaging.specifiers import SpecifierSet
+    env = yaml.safe_load((ROOT / "environment.yml").read_text(encoding="utf-8"))
+    from_conda = [d for d in env["dependencies"] if isinstance(d, str)]
+    from_pip = [d["pip"] for d in env["dependencies"] if isinstance(d, dict)]
+    python = next(d for d in from_conda if d.split("=")[0] == "python")
+    assert python.split("=")[1] in SpecifierSet(PYPROJECT["project"]["requires-python"])
+    assert set(from_conda) == {python, "pip"}, "a package from conda would bypass the extras' pins"
+    assert from_pip == [["-e .[course]"]] and installed_extras(["pip install " + from_pip[0][0]]) == [{LEARNER}]
