@@ -9,6 +9,7 @@ and with `nbgrader autograde`, and the two agree. Ctrl-C to the script stops the
 """
 import json
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -169,3 +170,60 @@ def test_without_a_proxy_or_npm_the_script_says_what_to_install(tmp_path, monkey
     monkeypatch.setattr(classroom, "find_proxy", lambda: None)
     monkeypatch.setattr(classroom, "ROOT", ROOT)
     assert classroom.main(["--folder", str(tmp_path / "c"), "--port", str(classroom.free_port())]) == 2
+
+
+WORKFLOW = ROOT / "classroom" / "github-classroom.yml"
+
+
+def run_workflow(repo: Path) -> dict[str, int]:
+    """classroom/github-classroom.yml's grading on a student repository, as GitHub's runner would run it: the
+    `run:` and `command:` lines with bash, in the repository, with the workflow's env. Left out, and only these:
+    actions/checkout and setup-python (the repository and this Python are here already) and the `install` step
+    (the course is installed here). Returns the points each grader step awards (its max-score if it exits 0)."""
+    import yaml
+    workflow = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))
+    env = {**os.environ, **workflow["env"], "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    steps = workflow["jobs"]["run-autograding-tests"]["steps"]
+    skipped = [s["name"] for s in steps if s.get("id") == "install" or s.get("uses", "").startswith("actions/")]
+    assert skipped == ["Checkout code", "Set up Python", "Install the course"]
+    points = {}
+    for step in steps:
+        if "run" in step and step.get("id") != "install":
+            done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=repo, env=env, capture_output=True, text=True,
+                                  timeout=600)
+            assert done.returncode == 0, f"{step['name']}: {done.stderr}"
+        elif step.get("uses", "").startswith("classroom-resources/autograding-command-grader"):
+            given = step["with"]
+            done = subprocess.run(["bash", "-c", given["command"]], cwd=repo, env=env, capture_output=True, timeout=60)
+            points[given["test-name"]] = given["max-score"] if done.returncode == 0 else 0
+    reporter = next(s for s in steps if s.get("uses", "").startswith("classroom-resources/autograding-grading-reporter"))
+    graders = [s["id"] for s in steps if "autograding-command-grader" in s.get("uses", "")]
+    assert reporter["with"]["runners"].split(",") == graders   # every grader's result is reported
+    return points
+
+
+def test_the_github_classroom_workflow_gives_each_exercise_its_points_as_course_check_does(tmp_path):
+    solution = nbformat.read(ROOT / "solutions" / NOTEBOOK, as_version=4)
+    worth = {f"{c.metadata['nbgrader']['grade_id'][2:4]}.{c.metadata['nbgrader']['grade_id'][5]}":
+             c.metadata["nbgrader"]["points"] for c in solution.cells if c.metadata.get("nbgrader", {}).get("points")}
+    release = json.loads((ROOT / "exercises" / NOTEBOOK).read_text(encoding="utf-8"))
+    for student, leave, expected in (("right", set(), worth), ("half", {"ex04_1", "ex04_3"}, {**worth, "04.1": 0,
+                                                                                              "04.3": 0})):
+        repo = tmp_path / student / "exercises"
+        repo.mkdir(parents=True)
+        (repo / NOTEBOOK).write_text(json.dumps(filled(json.loads(json.dumps(release)), leave)), encoding="utf-8")
+        assert run_workflow(repo.parent) == expected, student
+    unopened = tmp_path / "unopened" / "exercises"   # the notebook as handed out: no points, and no error
+    unopened.mkdir(parents=True)
+    (unopened / NOTEBOOK).write_text(json.dumps(release), encoding="utf-8")
+    assert run_workflow(unopened.parent) == {e: 0 for e in worth}
+
+
+def test_a_class_of_each_kind_of_submission_is_graded_in_one_run_with_every_verdict_as_expected():
+    """benchmarks/class_grading.py, the README's class-scale figure (200 submissions), on eight: it checks every
+    verdict against the kind of submission it wrote (right, 04.3 unanswered, 04.1 wrong, untouched)."""
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "class_grading.py"), "--students", "8",
+                           "--jobs", "2"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert re.fullmatch(r"course check 04 --jobs 2: 8 submissions graded in \d+ s \([\d.]+ s each\), every verdict "
+                        r"as expected\n", done.stdout)
