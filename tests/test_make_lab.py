@@ -5,6 +5,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -21,12 +22,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed (.ci/run installs it)")
-def test_make_lab_serves_the_course_root(tmp_path):
-    port, token = free_port(), "make-lab-test-token"
-    args = f"--no-browser --ServerApp.port={port} --ServerApp.ip=127.0.0.1 --IdentityProvider.token={token}"
+def serves_the_course(command: list[str], tmp_path, port: int, token: str) -> None:
+    """Start ``command`` (JupyterLab on ``port``); it must serve the course folder with lesson 00 as its page."""
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
-    server = subprocess.Popen(["make", "lab", f"LAB_ARGS={args}"], cwd=ROOT, env=env, start_new_session=True,
+    server = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:
@@ -36,7 +35,7 @@ def test_make_lab_serves_the_course_root(tmp_path):
                 urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2).close()
                 break
             except OSError:
-                assert time.monotonic() < deadline and server.poll() is None, "make lab did not start JupyterLab"
+                assert time.monotonic() < deadline and server.poll() is None, f"{command} did not start JupyterLab"
                 time.sleep(0.5)
         for path in ("exercises", "solutions", "notebooks", "README.md", "notebooks/00_welcome.ipynb"):
             with urllib.request.urlopen(f"{url}/api/contents/{path}?content=0&token={token}", timeout=10) as r:
@@ -51,3 +50,38 @@ def test_make_lab_serves_the_course_root(tmp_path):
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
+
+
+def lab_args(port: int, token: str) -> str:
+    return f"--no-browser --ServerApp.port={port} --ServerApp.ip=127.0.0.1 --IdentityProvider.token={token}"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed (.ci/run installs it)")
+def test_make_lab_serves_the_course_root(tmp_path):
+    port, token = free_port(), "make-lab-test-token"
+    serves_the_course(["make", "lab", f"LAB_ARGS={lab_args(port, token)}"], tmp_path, port, token)
+
+
+def without_make(shell: str) -> list[str]:
+    """The README's commands for a set-up without make, in ``shell`` (bash or powershell)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8").split("**Without make**", 1)[1]
+    return text.split(f"```{shell}\n", 1)[1].split("```", 1)[0].strip().splitlines()
+
+
+def test_the_readme_s_set_up_without_make_is_the_three_commands_make_lab_runs_in_either_shell():
+    bash, powershell = without_make("bash"), without_make("powershell")
+    assert bash[0] == "python3 -m venv .venv" and powershell[0] == "py -3.11 -m venv .venv"
+    assert bash[1] == ".venv/bin/python -m pip install -e '.[course]'"   # the course extra, as make lab installs
+    assert "-m pip install --quiet -e '.[course]'" in (ROOT / "Makefile").read_text(encoding="utf-8")
+    recipe = (ROOT / "Makefile").read_text(encoding="utf-8").split("\nlab: ", 1)[1].split("\n\n", 1)[0]
+    for option in ('--ServerApp.root_dir="', "--LabApp.default_url=/lab/tree/notebooks/00_welcome.ipynb"):
+        assert option in recipe and option in bash[2]
+    assert [line.replace(".venv\\Scripts\\", ".venv/bin/") for line in powershell[1:]] == bash[1:]
+
+
+def test_the_readme_s_jupyter_lab_line_serves_the_course_root(tmp_path):
+    """The third command, as a learner without make runs it (the venv's jupyter; root needs --allow-root)."""
+    port, token = free_port(), "readme-lab-test-token"
+    line = without_make("bash")[2].replace(".venv/bin/", f"{Path(sys.executable).parent}/")
+    extra = lab_args(port, token) + (" --allow-root" if hasattr(os, "geteuid") and os.geteuid() == 0 else "")
+    serves_the_course(["bash", "-c", f"{line} {extra}"], tmp_path, port, token)
