@@ -432,3 +432,24 @@ def test_ctrl_c_rows_and_the_summary_count_the_same_runs(monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert len([line for line in out.splitlines() if line.startswith("[")]) == 2
     assert out.splitlines()[-1].startswith("passed 2/2 (100%)") and "interrupted: 2 of 18 runs had finished" in err
+
+
+@pytest.mark.parametrize("found, sandbox, says", [
+    ({"make", "npm"}, "bubblewrap", ["make        ok", "sandbox     bubblewrap: `course check` grades each notebook "
+                                     "isolated", "npm         ok"]),
+    (set(), "none", ["make        not found: the README's \"Without make\" gives the three commands `make lab` runs",
+                     "sandbox     none: `course check` grades with your network and files", "npm         not found"]),
+])
+def test_doctor_names_the_programs_around_python_that_are_missing_and_what_needs_them(monkeypatch, found, sandbox,
+                                                                                     says):
+    """Issue 29: on Windows or a bare machine a learner is told what is missing (make, a sandbox, npm), and that
+    none of them is needed to learn."""
+    import shutil
+
+    from course_lib.courseware import cli, sandbox as box
+    monkeypatch.setattr(shutil, "which", lambda name: f"/usr/bin/{name}" if name in found else None)
+    monkeypatch.setattr(box, "isolation", lambda: sandbox)
+    lines = cli._tools()
+    assert [line[:len(said)] for line, said in zip(lines, says)] == says and len(lines) == 3
+    from pathlib import Path
+    assert "**Without make**" in (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")

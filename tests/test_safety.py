@@ -676,6 +676,25 @@ def test_the_time_limited_tool_keeps_its_description_and_its_checks():
     assert "must be int" in dispatch({"s": limited}, "s", {"seconds": "10"}).content   # checked before it runs
 
 
+
+def test_as_on_windows_without_fork_or_process_groups_a_hang_is_still_stopped_and_results_come_back(monkeypatch):
+    """Issue 29: Windows has no fork (spawn starts a fresh interpreter) and no process groups (killpg, setsid);
+    hidden here, the time limit still ends the call, and a result or an exception still comes back."""
+    import math
+    import multiprocessing
+    from course_lib import control
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    monkeypatch.delattr(control.os, "killpg")
+    monkeypatch.delattr(control.os, "setsid")
+    asked, real = [], multiprocessing.get_context
+    monkeypatch.setattr(multiprocessing, "get_context", lambda method=None: asked.append(method) or real(method))
+    with pytest.raises(ToolError, match=r"^stopped after 0\.5 seconds without returning"):
+        finishes(lambda: with_time_limit(time.sleep, 0.5)(10**6))
+    assert finishes(lambda: with_time_limit(math.factorial, 60)(20)) == math.factorial(20)
+    with pytest.raises(ValueError, match="not defined for negative values"):
+        finishes(lambda: with_time_limit(math.factorial, 60)(-1))
+    assert asked == ["spawn"] * 3 and multiprocessing.active_children() == []   # each child ended and reaped
+
 def test_results_and_errors_come_back_from_the_child_process():
     assert finishes(lambda: dispatch({"calculator": with_time_limit(calculator, 30)}, "calculator",
                                      {"expression": "24*7"})).content == "168"

@@ -259,6 +259,7 @@ def cmd_doctor(args) -> int:
     if not (os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("OPENAI_API_KEY")):
         print("No API key: every notebook still runs, with scripted models and a local stand-in server.")
     print(_korean_font())
+    print(*_tools(), sep="\n")
     print()
     problems += _check_model_ids()
     print()
@@ -279,6 +280,21 @@ def cmd_doctor(args) -> int:
         problems += problem is not None
         print(f"{nb.name:<32} {problem or 'kernel ok'}")
     return 1 if problems else 0
+
+
+def _tools() -> list[str]:
+    """The programs around Python that some commands use, and what a missing one means (none is needed to learn)."""
+    import shutil
+
+    from .sandbox import isolation
+    sandbox = {"bubblewrap": "bubblewrap: `course check` grades each notebook isolated",
+               "unshare": "unshare: `course check` isolates the network only (bubblewrap isolates files too)",
+               "none": "none: `course check` grades with your network and files (bubblewrap, on Linux, isolates "
+                       "them)"}[isolation()]
+    return [("make        ok" if shutil.which("make") else "make        not found: the README's \"Without make\" "
+             "gives the three commands `make lab` runs"), f"sandbox     {sandbox}",
+            ("npm         ok (`make classroom` installs JupyterHub's proxy with it)" if shutil.which("npm") else
+             "npm         not found: only `make classroom` needs it (it comes with Node.js)")]
 
 
 def _korean_font() -> str:
