@@ -294,6 +294,34 @@ def test_read_file_refuses_to_leave_the_workspace(workspace_with_links, path):
     assert "SECRET" not in str(caught.value)
 
 
+
+def test_as_on_windows_without_dir_fd_or_proc_a_link_out_of_the_workspace_is_still_refused(workspace_with_links,
+                                                                                            monkeypatch):
+    """Issue 29: Windows has no dir_fd and no /proc/self/fd; hidden here, reading, listing and an approved write
+    through a link that leads outside are refused all the same (the path is resolved, links followed, first)."""
+    monkeypatch.setattr(os, "supports_dir_fd", set())
+    monkeypatch.setattr(os, "supports_fd", set())
+
+    real_readlink = os.readlink
+
+    def no_proc(path, *args, **kwargs):   # links still read; only /proc is not there
+        if str(path).startswith("/proc/"):
+            raise FileNotFoundError(path)
+        return real_readlink(path, *args, **kwargs)
+    monkeypatch.setattr(ws.os, "readlink", no_proc)
+    outside = workspace_with_links.parent
+    for path in ESCAPES.values():
+        with pytest.raises(ToolError) as caught:
+            read_file(path.format(outside=outside))
+        assert "SECRET" not in str(caught.value)
+    with pytest.raises(ToolError, match="outside the workspace"):
+        list_files("link_to_outside")
+    before = sorted(p.name for p in outside.iterdir())
+    obs = dispatch({"write_file": ApprovalGate(lambda request: True).write_file}, "write_file",
+                   {"path": "link_to_outside/planted.txt", "content": "PWNED"})
+    assert obs.is_error and "outside the workspace" in obs.content
+    assert sorted(p.name for p in outside.iterdir()) == before
+
 def test_a_path_that_resolves_outside_is_refused_in_one_sentence(workspace_with_links):
     for path in ("../secret.txt", "link_to_outside/secret.txt"):
         with pytest.raises(ToolError) as caught:
