@@ -214,6 +214,15 @@ def test_the_time_limit_works_when_check_is_called_from_a_worker_thread(toy_exer
     assert box and box[0].cases[0].got.startswith("gave up after 0.25 s") and not box[0].passed
 
 
+
+def test_as_on_windows_without_alarm_signals_an_endless_loop_still_gives_up(toy_exercise, monkeypatch):
+    """Issue 29: Windows has no SIGALRM, alarm or setitimer; hidden here, the time limit holds all the same."""
+    monkeypatch.setattr(checks, "CASE_SECONDS", 0.25)
+    for name in ("SIGALRM", "alarm", "setitimer", "ITIMER_REAL"):
+        monkeypatch.delattr(signal, name)
+    result = check("00.1", forever, quiet=True)
+    assert not result.passed and result.cases[0].got == "gave up after 0.25 s: the code did not finish (an endless loop?)"
+
 def test_a_keyboard_interrupt_while_waiting_gets_through(toy_exercise, monkeypatch):
     monkeypatch.setattr(checks, "CASE_SECONDS", HANG_GUARD)
     # Pressing Stop sends SIGINT to the main thread, whose handler raises KeyboardInterrupt (a kernel's does).
