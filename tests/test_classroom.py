@@ -62,6 +62,19 @@ class Hub:
         pytest.fail(f"{user}'s server did not become ready")
 
 
+def logs_in(url: str, user: str, password: str):
+    """The hub's login form, as a browser fills it in: the path it lands on, or the refusal's status."""
+    import http.cookiejar
+    browser = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+    xsrf = re.search(r'name="_xsrf" value="([^"]+)"', browser.open(f"{url}/hub/login").read().decode())[1]
+    form = urllib.parse.urlencode({"username": user, "password": password, "_xsrf": xsrf}).encode()
+    try:
+        with browser.open(urllib.request.Request(f"{url}/hub/login", data=form), timeout=120) as landed:
+            return urllib.parse.urlparse(landed.geturl()).path
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
 def instructor(folder: Path, *args: str) -> subprocess.CompletedProcess:
     """A command the instructor runs in a terminal, in the course folder, with the classroom's nbgrader config."""
     env = {**os.environ, "CLASSROOM_DIR": str(folder), "JUPYTER_CONFIG_PATH": str(folder / "config"),
@@ -88,7 +101,7 @@ def test_a_class_on_the_hub_fetches_submits_and_is_graded_the_same_by_course_che
     if classroom.find_proxy() is None:
         pytest.skip("configurable-http-proxy is not installed and there is no npm to install it (needs Node.js)")
     folder, port, token = tmp_path / "classroom", classroom.free_port(), secrets.token_hex(16)
-    env = {**os.environ, "CLASSROOM_SERVICE_TOKEN": token}
+    env = {**os.environ, "CLASSROOM_SERVICE_TOKEN": token, "CLASSROOM_PASSWORD": "the class's password"}
     script = subprocess.Popen([sys.executable, str(ROOT / "scripts" / "classroom.py"), "--folder", str(folder),
                                "--port", str(port), "--students", "alice,bob"],
                               env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -97,7 +110,10 @@ def test_a_class_on_the_hub_fetches_submits_and_is_graded_the_same_by_course_che
         assert first.startswith("classroom: ready at http://127.0.0.1:"), first + script.stderr.read()
         hub = Hub(first.split(" at ")[1].strip(), token)
         users = script.stdout.readline()
-        assert "instructor (admin), alice, bob" in users and "password" in users
+        assert "instructor (admin), alice, bob" in users and "the password for all: the class's password" in users
+        # a person logs in with the form and the shared password (a wrong one is refused), and gets a server
+        assert logs_in(hub.url, "instructor", "not the password") == 403
+        assert logs_in(hub.url, "instructor", "the class's password") == "/hub/spawn-pending/instructor"
 
         instructor(folder, str(BIN / "nbgrader"), "generate_assignment", ASSIGNMENT)
         released = instructor(folder, str(BIN / "nbgrader"), "release_assignment", ASSIGNMENT)
