@@ -65,7 +65,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 # A JupyterHub on this machine with an instructor and two students, nbgrader's exchange between them
-# (classroom/README.md). `make classroom CLASSROOM_ARGS="--port 8010 --students ann,ben,cho"`.
+# (classroom/README.md). `make classroom CLASSROOM_ARGS="--port 8020 --students ann,ben,cho"`.
 classroom: $(CLASSROOM_STAMP)
 	$(BIN)/python scripts/classroom.py $(CLASSROOM_ARGS)
 

@@ -16,7 +16,7 @@ students = os.environ.get("CLASSROOM_STUDENTS", "alice,bob").split(",")
 instructor = os.environ.get("CLASSROOM_INSTRUCTOR", "instructor")
 
 c.JupyterHub.ip = "127.0.0.1"   # this machine only: a real class needs HTTPS on a public address
-c.JupyterHub.port = int(os.environ.get("CLASSROOM_PORT", "8000"))
+c.JupyterHub.port = int(os.environ.get("CLASSROOM_PORT", "8010"))
 c.JupyterHub.hub_ip = "127.0.0.1"
 c.JupyterHub.hub_port = int(os.environ.get("CLASSROOM_HUB_PORT", "8081"))
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{os.environ.get('CLASSROOM_PROXY_API_PORT', '8001')}"

@@ -1,6 +1,6 @@
 """`make classroom`: a JupyterHub on this machine with an instructor and students, nbgrader's exchange between them.
 
-    python scripts/classroom.py [--folder build/classroom] [--port 8000] [--students alice,bob] [--stage 04]
+    python scripts/classroom.py [--folder build/classroom] [--port 8010] [--students alice,bob] [--stage 04]
 
 It prepares FOLDER: config/nbgrader_config.py (from classroom/), an empty exchange/, course/source/ps04/ holding
 the stage's exercise notebook as the instructor's source (solutions/, with its answers and hidden tests), and a
@@ -11,8 +11,11 @@ stops the hub, every user's server and the proxy. classroom/README.md is the ins
 from __future__ import annotations
 
 import argparse
+import http.client
+import json
 import os
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -62,7 +65,7 @@ def prepare(folder: Path, stage: str, users: list[str]) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--folder", type=Path, default=ROOT / "build" / "classroom")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=int, default=8010)   # 8000 is `course mcp serve --http`'s
     parser.add_argument("--students", default="alice,bob")
     parser.add_argument("--stage", default="04")
     args = parser.parse_args(argv)
@@ -74,31 +77,45 @@ def main(argv=None) -> int:
         print("classroom: configurable-http-proxy is not installed and npm is not there to install it; install "
               "Node.js (which brings npm), then run this again", file=sys.stderr)
         return 2
+    with socket.socket() as probe:   # the hub would wait for a proxy that cannot listen there
+        try:
+            probe.bind(("127.0.0.1", args.port))
+        except OSError:
+            print(f"classroom: port {args.port} is in use by another program: choose another with --port",
+                  file=sys.stderr)
+            return 1
     password = os.environ.get("CLASSROOM_PASSWORD") or secrets.token_urlsafe(9)
     env = {**os.environ, "CLASSROOM_DIR": str(folder), "CLASSROOM_PORT": str(args.port),
            "CLASSROOM_HUB_PORT": str(free_port()), "CLASSROOM_PROXY_API_PORT": str(free_port()),
            "CLASSROOM_PROXY": proxy, "CLASSROOM_PASSWORD": password, "CLASSROOM_STUDENTS": ",".join(students),
            "CLASSROOM_INSTRUCTOR": "instructor", "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # A session of its own: Ctrl-C reaches this script only, which passes it on once
     hub = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(ROOT / "classroom" / "jupyterhub_config.py")],
-                           cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=open(folder / "hub.log", "ab"))
+                           cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=open(folder / "hub.log", "ab"),
+                           start_new_session=True)
     stop = lambda *_: hub.send_signal(signal.SIGINT)   # the hub stops every server and the proxy, then exits
     signal.signal(signal.SIGTERM, stop)
     url = f"http://127.0.0.1:{args.port}"
     try:
         deadline = time.monotonic() + 120
         while True:
-            try:
-                urllib.request.urlopen(f"{url}/hub/api/", timeout=2).close()
-                break
-            except OSError:
-                if hub.poll() is not None or time.monotonic() > deadline:
-                    print(f"classroom: the hub did not start; its log is {folder / 'hub.log'}", file=sys.stderr)
-                    return 1
-                time.sleep(0.5)
+            try:   # the hub's own answer, not whatever else may listen there
+                with urllib.request.urlopen(f"{url}/hub/api/", timeout=2) as answer:
+                    if "version" in json.loads(answer.read()):
+                        break
+            except (OSError, http.client.HTTPException, ValueError):
+                pass
+            if hub.poll() is not None or time.monotonic() > deadline:
+                print(f"classroom: the hub did not start (is port {args.port} in use?); its log is "
+                      f"{folder / 'hub.log'}", file=sys.stderr)
+                return 1
+            time.sleep(0.5)
         print(f"classroom: ready at {url}", flush=True)
         print(f"classroom: users instructor (admin), {', '.join(students)}; the password for all: {password}", flush=True)
-        print(f"classroom: the course folder is {folder / 'course'}; classroom/README.md says what to run next",
-              flush=True)
+        print(f"classroom: the instructor's shell: cd {shlex.quote(str(folder / 'course'))} && export "
+              f"CLASSROOM_DIR={shlex.quote(str(folder))} JUPYTER_CONFIG_PATH={shlex.quote(str(folder / 'config'))} "
+              f"PATH={shlex.quote(str(BIN))}:\"$PATH\"", flush=True)
+        print("classroom: paste that line into a terminal, then run nbgrader there (classroom/README.md)", flush=True)
         print("classroom: Ctrl-C stops the hub and every server", flush=True)
         return hub.wait()
     except KeyboardInterrupt:
