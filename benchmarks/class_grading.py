@@ -23,23 +23,28 @@ NOTEBOOK = "04_parsing_replies_exercises.ipynb"
 
 
 def answers() -> dict[str, str]:
+    """The solution's answer cells, by nbgrader grade_id."""
     solution = json.loads((ROOT / "solutions" / NOTEBOOK).read_text(encoding="utf-8"))
     return {c["metadata"]["nbgrader"]["grade_id"]: "".join(c["source"]) for c in solution["cells"]
             if c["metadata"].get("nbgrader", {}).get("solution")}
 
 
-def submission(kind: str, given: dict[str, str]) -> dict:
-    """The handed-out notebook with the answers of ``kind`` written in."""
-    notebook = json.loads((ROOT / "exercises" / NOTEBOOK).read_text(encoding="utf-8"))
+def fill(notebook: dict, given: dict[str, str], leave=()) -> dict:
+    """``notebook`` (as handed out) with each answer cell written as ``given`` has it, except those in ``leave``."""
     for cell in notebook["cells"]:
         grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-        if grade_id not in given or kind == "untouched" or (kind, grade_id) == ("no 04.3", "ex04_3"):
-            continue
-        cell["source"] = given[grade_id]
-        if (kind, grade_id) == ("wrong 04.1", "ex04_1"):   # a JSON array passes as an action
-            cell["source"] = cell["source"].replace("### BEGIN SOLUTION\n", "### BEGIN SOLUTION\n"
-                                                    "    if isinstance(data, list):\n        return None\n")
+        if grade_id in given and grade_id not in leave:
+            cell["source"] = given[grade_id]
     return notebook
+
+
+def submission(kind: str, given: dict[str, str]) -> dict:
+    """The handed-out notebook with the answers of ``kind`` written in."""
+    if kind == "wrong 04.1":   # a JSON array passes as an action
+        given = {**given, "ex04_1": given["ex04_1"].replace(
+            "### BEGIN SOLUTION\n", "### BEGIN SOLUTION\n    if isinstance(data, list):\n        return None\n")}
+    leave = {"untouched": set(given), "no 04.3": {"ex04_3"}}.get(kind, set())
+    return fill(json.loads((ROOT / "exercises" / NOTEBOOK).read_text(encoding="utf-8")), given, leave)
 
 
 EXPECTED = {"right": {"04.1": True, "04.2": True, "04.3": True}, "no 04.3": {"04.1": True, "04.2": True, "04.3": False},

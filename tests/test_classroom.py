@@ -25,8 +25,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import classroom  # noqa: E402  (scripts/ is not a package)
+sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "benchmarks")]
+import class_grading  # noqa: E402  (benchmarks/ is not a package: its class-scale submissions)
+import classroom  # noqa: E402  (nor is scripts/)
 
 pytest.importorskip("jupyterhub", reason="the test extra installs JupyterHub (make test)")
 STAGE, COURSE, ASSIGNMENT = "04", "agent-course", "ps04"
@@ -99,20 +100,11 @@ def start_classroom(folder: Path, env: dict) -> tuple[subprocess.Popen, list[str
         script.wait(timeout=120)
         said = script.stderr.read()
         assert "in use" in said and attempt < 2, said
-    raise AssertionError("unreachable")
 
 
 def filled(released: dict, leave: set[str]) -> dict:
     """The released notebook with each answer cell written as the solution writes it, except those in ``leave``."""
-    solution = nbformat.read(ROOT / "solutions" / NOTEBOOK, as_version=4)
-    answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
-               if c.metadata.get("nbgrader", {}).get("solution")}
-    for cell in released["cells"]:
-        grade_id = cell["metadata"].get("nbgrader", {}).get("grade_id")
-        if grade_id in answers and grade_id not in leave:
-            cell["source"] = "\n".join(line for line in answers[grade_id].splitlines()
-                                       if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
-    return released
+    return class_grading.fill(released, class_grading.answers(), leave)
 
 
 def test_a_class_on_the_hub_fetches_submits_and_is_graded_the_same_by_course_check_and_nbgrader(tmp_path):

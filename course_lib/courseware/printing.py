@@ -43,5 +43,5 @@ def say(*values, sep: str = " ", end: str = "\n", file=None, flush: bool = False
 
 def clip(text, limit: int) -> str:
     """``text`` on one line (whitespace squeezed), at most ``limit`` characters: a cut one ends with "…"."""
-    text = " ".join(str(text).split())
+    text = " ".join(("" if text is None else str(text)).split())   # None (a message without content) is no text
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"

@@ -18,18 +18,13 @@ import time
 
 import ipywidgets as w
 
-from .printing import wrap
+from .printing import clip, wrap
 
 # JupyterLab's theme variables, so the colours read well in the light and the dark theme alike.
 ROLE_COLOURS = {"system": "var(--jp-ui-font-color2, #888)", "user": "var(--jp-info-color0, #1f5fa8)",
                 "assistant": "var(--jp-success-color0, #2e7d32)", "tool": "var(--jp-warn-color0, #8e5a00)"}
 ERROR = "var(--jp-error-color1, #c62828)"
 NEW = "var(--jp-brand-color1, #1976d2)"
-
-
-def _short(text, limit: int = 90) -> str:
-    text = " ".join(str(text or "").split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 class AgentStepper:
@@ -101,20 +96,20 @@ class AgentStepper:
                 "tool_calls": calls, "observations": observations, "problem": last.error if last else None,
                 "answer": self.agent.answer, "new_from": self._new_from,   # the last click added messages[new_from:]
                 "arrived": self._arrived,   # a streaming model's text, as it arrived during the last click
-                "messages": [(m["role"], _short(m.get("content"), 60)) for m in self.agent.history]}
+                "messages": [(m["role"], clip(m.get("content"), 60)) for m in self.agent.history]}
 
     def refresh(self) -> None:
         s = self.state()
         where = "finished" if s["done"] else "ready"
         said = "streamed" if not s["problem"] else "streamed, then the step failed"   # a broken stream's part
         self.arriving.value = f"<b>{said}</b> {html.escape(s['arrived'])}" if s["arrived"] else ""
-        rows = [("thought", f"<i>{html.escape(_short(s['thought'], 300))}</i>")] if s["thought"] else []
-        rows += [("model said", html.escape(_short(s["last_reply"], 200)) or "—"),
+        rows = [("thought", f"<i>{html.escape(clip(s['thought'], 300))}</i>")] if s["thought"] else []
+        rows += [("model said", html.escape(clip(s["last_reply"], 200)) or "—"),
                 ("tool call", "<br>".join(f"<code class='stepper-call'>{html.escape(c)}</code>"
                                           for c in s["tool_calls"]) or "—")]
         for content, is_error in s["observations"]:
             colour = ERROR if is_error else "inherit"
-            rows.append(("observation", f"<span style='color:{colour}'>{html.escape(_short(content, 200))}</span>"))
+            rows.append(("observation", f"<span style='color:{colour}'>{html.escape(clip(content, 200))}</span>"))
         if s["problem"]:
             rows.append(("problem", f"<span style='color:{ERROR}'>{html.escape(s['problem'])}</span>"))
         if s["answer"] and s["done"]:
@@ -137,7 +132,7 @@ class AgentStepper:
         mark = f" <b style='color:{NEW}'>new</b>" if new else ""
         border = f"border-left:3px solid {NEW};padding-left:4px" if new else "padding-left:7px"
         head = (f"<b style='color:{ROLE_COLOURS.get(role, 'inherit')}'>{html.escape(role)}</b>{mark} "
-                f"{html.escape(_short(text, 60))}")
+                f"{html.escape(clip(text, 60))}")
         if len(" ".join(text.split())) <= 60:
             return f"<li style='{border}'>{head}</li>"
         return (f"<li style='{border}'><details><summary style='cursor:pointer'>{head}</summary>"
