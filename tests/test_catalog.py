@@ -2,10 +2,15 @@
 (courseware): dates against today, the SDKs' lists, the provider's own answer, never a crash.
 
 Every rule is tested with fixture tables (``deprecations=``, ``known_models=``, ``today=``), so an SDK
-release that changes its tables cannot break these tests. One test, marked below, reads the installed SDKs.
+release that changes its tables cannot break these tests. A few read the installed SDKs: the one marked below,
+and the last ones, which hold the tables read from the SDKs' files to what importing the SDKs gives.
 """
+import ast
+import subprocess
+import sys
 from datetime import date, datetime, timedelta, timezone
 from types import SimpleNamespace
+from typing import get_args
 
 import pytest
 
@@ -219,10 +224,20 @@ def test_a_failing_sdk_reader_gives_could_not_check(monkeypatch, reader, error):
     assert s.status == "could not check" and type(error).__name__ in s.note and not s.problem
 
 
-def test_an_sdk_table_of_the_wrong_shape_is_could_not_check(monkeypatch):
-    import anthropic._data
-    monkeypatch.setattr(anthropic._data, "DEPRECATED_MODELS", {"claude-x": date(2027, 1, 1)})
-    assert model_status("anthropic", "claude-x", today=TODAY).status == "could not check"
+def sdk_file(monkeypatch, module: str, text: str):
+    """The installed SDK's ``module`` (dotted) reads as ``text``; its other modules as they are."""
+    real = lifecycle.sdk_source
+    monkeypatch.setattr(lifecycle, "sdk_source", lambda name: text if name == module else real(name))
+
+
+@pytest.mark.parametrize("text", ['DEPRECATED_MODELS = {"claude-x": date(2027, 1, 1)}',
+                                  'DEPRECATED_MODELS: Dict[str, str] = {"claude-x": 20270101}',
+                                  'DEPRECATED_MODELS = ["claude-x"]', "DEPRECATED = {}", "DEPRECATED_MODELS = {"])
+def test_an_sdk_table_of_the_wrong_shape_is_could_not_check(monkeypatch, text):
+    sdk_file(monkeypatch, "anthropic._data.deprecated_models", text)
+    s = model_status("anthropic", "claude-x", today=TODAY)
+    assert s.status == "could not check" and s.note.startswith(("could not check (ValueError", "could not check ("
+                                                                                              "SyntaxError")), s.note
 
 
 def test_doctor_runs_to_the_end_when_the_sdk_tables_cannot_be_read(monkeypatch, capsys):
@@ -480,8 +495,7 @@ def test_unreadable_sdk_tables_say_what_is_missing(monkeypatch):
     with pytest.raises(ValueError) as info:
         parse_openai_notes('"""Every model is fine."""')
     assert str(info.value) == "found no deprecated IDs in openai's ChatModel notes"
-    import anthropic.types
-    monkeypatch.setattr(anthropic.types, "ModelParam", str)
+    sdk_file(monkeypatch, "anthropic.types.model_param", "ModelParam: TypeAlias = str")
     with pytest.raises(ValueError) as info:
         lifecycle.sdk_models("anthropic")
     assert str(info.value) == "found no model IDs in the anthropic SDK's model list"
@@ -511,8 +525,42 @@ def test_a_long_reason_for_could_not_check_is_cut_at_100_characters(monkeypatch)
 
 def test_the_sdk_deprecation_tables_are_read_per_provider(monkeypatch):
     assert lifecycle.sdk_deprecations("openai") and lifecycle.sdk_deprecations("ollama") == {}
-    import anthropic._data
-    monkeypatch.setattr(anthropic._data, "DEPRECATED_MODELS", {"claude-x": date(2027, 1, 1)})
+    sdk_file(monkeypatch, "anthropic._data.deprecated_models", 'DEPRECATED_MODELS = {"claude-x": 1}')
     with pytest.raises(ValueError) as info:
         lifecycle.sdk_deprecations("anthropic")
     assert str(info.value) == "anthropic's DEPRECATED_MODELS is no longer a table of ID -> date text"
+
+
+def test_the_sdk_tables_read_from_the_files_are_what_the_imported_sdks_hold():
+    """The tables are read as text (importing anthropic costs ~2 s of processor time): the same as importing."""
+    import inspect
+
+    from anthropic._data import DEPRECATED_MODELS
+    from anthropic.types import ModelParam
+    from openai.types import ChatModel
+    from openai.types.shared import chat_model
+
+    def strings(hint) -> set[str]:   # every string in a Literal, through any Union around it
+        return {a for a in get_args(hint) if isinstance(a, str)}.union(
+            *(strings(a) for a in get_args(hint) if not isinstance(a, str)))
+    assert lifecycle.sdk_models("anthropic") == strings(ModelParam) and len(strings(ModelParam)) > 5
+    assert lifecycle.sdk_models("openai") == strings(ChatModel) and len(strings(ChatModel)) > 5
+    assert lifecycle.sdk_deprecations("anthropic") == dict(DEPRECATED_MODELS)
+    assert lifecycle.sdk_deprecations("openai") == parse_openai_notes(inspect.getsource(chat_model))
+
+
+def test_the_sdk_tables_are_read_without_importing_the_sdks():
+    code = ("import sys; from course_lib.courseware import lifecycle as l; "
+            "[(l.sdk_models(p), l.sdk_deprecations(p)) for p in ('anthropic', 'openai', 'ollama')]; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('anthropic', 'openai')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
+
+
+def test_a_missing_sdk_is_an_import_error_and_a_model_list_in_a_union_or_alone_is_read():
+    with pytest.raises(ImportError, match="No module named 'no_such_sdk_xyz'"):
+        lifecycle.sdk_source("no_such_sdk_xyz.types")
+    alone = lifecycle._assigned('X = 1\nChatModel: TypeAlias = Literal["a", "b"]\n', "ChatModel")
+    assert isinstance(alone, ast.Subscript)
+    with pytest.raises(ValueError, match="found no ModelParam"):
+        lifecycle._assigned("ModelParam: TypeAlias\n", "ModelParam")   # declared, never given a value

@@ -13,16 +13,18 @@ date), by comparing its retirement date with today's; ``course doctor`` prints t
 The dates come from the installed SDKs (anthropic's private ``_data.DEPRECATED_MODELS``, openai's
 "Deprecated values" note under ``ChatModel``) and from the course's own ``RETIRED`` table. With an API key
 set, ``check_model`` (what doctor calls) asks the provider's models endpoint too and prefers its answer;
-without a key nothing goes over the network. The SDKs are imported only inside these functions. The IDs and
+without a key nothing goes over the network. The tables are read from the SDKs' files, not imported. The IDs and
 their variables are stage 08's ``models/catalog.py``.
 """
 from __future__ import annotations
 
+import ast
+import importlib.util
 import os
 import re
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import get_args
+from pathlib import Path
 
 from ..models.catalog import DEFAULTS, ENV_VARS
 from ..models.remote import KEY_VARS
@@ -173,17 +175,13 @@ def _sdk_client(provider: str):
 
 def sdk_deprecations(provider: str) -> dict[str, str]:
     """The installed SDK's deprecated IDs: ID -> date text, or a note where it gives no date."""
-    if provider == "anthropic":
-        from anthropic._data import DEPRECATED_MODELS   # private: any release may move or reshape it
-        table = dict(DEPRECATED_MODELS)
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+    if provider == "anthropic":   # private: any release may move or reshape it
+        table = literal(_assigned(sdk_source("anthropic._data.deprecated_models"), "DEPRECATED_MODELS"))
+        if not (isinstance(table, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in table.items())):
             raise ValueError("anthropic's DEPRECATED_MODELS is no longer a table of ID -> date text")
         return table
     if provider == "openai":
-        import inspect
-
-        from openai.types.shared import chat_model
-        return parse_openai_notes(inspect.getsource(chat_model))
+        return parse_openai_notes(sdk_source("openai.types.shared.chat_model"))
     return {}   # Ollama: local models do not retire
 
 
@@ -205,20 +203,47 @@ def parse_openai_notes(source: str) -> dict[str, str]:
 
 
 def sdk_models(provider: str) -> frozenset[str] | None:
-    """The model IDs the installed SDK lists (its Literal type); None for Ollama, whose tags are free-form."""
-    if provider == "anthropic":
-        from anthropic.types import ModelParam as listed   # Union[Literal["claude-...", ...], str]
-    elif provider == "openai":
-        from openai.types import ChatModel as listed       # Literal["gpt-...", ...]
-    else:
+    """The model IDs the installed SDK lists (the strings of its Literal type); None for Ollama, whose tags are
+    free-form."""
+    where = {"anthropic": ("anthropic.types.model_param", "ModelParam"),   # Union[Literal["claude-...", ...], str]
+             "openai": ("openai.types.shared.chat_model", "ChatModel")}    # Literal["gpt-...", ...]
+    if provider not in where:
         return None
-
-    def strings(hint) -> set[str]:   # every string in a Literal, through any Union around it
-        return {a for a in get_args(hint) if isinstance(a, str)}.union(
-            *(strings(a) for a in get_args(hint) if not isinstance(a, str)))
-    if not (ids := strings(listed)):
+    module, name = where[provider]
+    ids = {node.value for literal_type in ast.walk(_assigned(sdk_source(module), name))
+           if isinstance(literal_type, ast.Subscript) and getattr(literal_type.value, "id", "") == "Literal"
+           for node in ast.walk(literal_type.slice) if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    if not ids:
         raise ValueError(f"found no model IDs in the {provider} SDK's model list")
     return frozenset(ids)
+
+
+def sdk_source(module: str) -> str:
+    """The text of one module of an installed SDK, read from its file: importing the SDK to read two tables cost
+    ``course doctor`` about two seconds of processor time (anthropic's types are thousands of classes)."""
+    package, _, rest = module.partition(".")
+    spec = importlib.util.find_spec(package)   # finds the package without running it
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"No module named '{package}'")
+    return Path(spec.submodule_search_locations[0], *rest.split(".")).with_suffix(".py").read_text(encoding="utf-8")
+
+
+def _assigned(source: str, name: str) -> ast.expr:
+    """The expression a module's text assigns to ``name`` (``NAME = ...`` or ``NAME: type = ...``)."""
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) and node.value is not None else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+            return node.value
+    raise ValueError(f"found no {name} in the SDK's module")
+
+
+def literal(expression: ast.expr):
+    """The value of a literal expression (a dict of strings); ValueError for anything computed."""
+    try:
+        return ast.literal_eval(expression)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError) as e:
+        raise ValueError(f"the SDK's table is no longer a literal ({type(e).__name__})") from None
 
 
 def parse_date(text: str) -> date | None:
