@@ -1,5 +1,13 @@
 """Helpers several test files share (plain code; fixtures live in conftest.py)."""
+import socket
 from dataclasses import dataclass, field
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that was free a moment ago (the system picked it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def everything_in(folder) -> list[str]:

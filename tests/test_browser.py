@@ -10,7 +10,6 @@ import platform
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+
+from support import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -41,12 +42,6 @@ def chromium() -> str:
 
 THEME = os.environ.get("COURSE_BROWSER_THEME", "light")
 SUFFIX = "" if THEME == "light" else f"-{THEME}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

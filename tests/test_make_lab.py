@@ -3,7 +3,6 @@ and the lessons are all reachable, and the default page is lesson 00."""
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,13 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from support import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serves_the_course(command: list[str], tmp_path, port: int, token: str) -> None:
