@@ -31,12 +31,13 @@ def connect_mcp(server: list[str] | str, *, timeout: float = DEFAULT_TIMEOUT, cw
                 env: Mapping[str, str] | None = None, era: str = "auto"):
     """Start the server command ``server`` (``[sys.executable, "-m", "mcp_server_time"]``), or reach the URL ``server``
     (``"http://127.0.0.1:8000/mcp"``); yield its tools until the block ends. Only ``env`` and basic variables (PATH,
-    HOME, ...) reach a started server. ``era``: "auto" (discover, else the handshake), "legacy" or "2026-07-28"."""
+    HOME, ...) reach a started server. ``era``: "auto" (discover, else the handshake), "legacy" or "2026-07-28".
+    ``timeout``: seconds to wait for each answer; in "auto" the SDK's server/discover probe keeps its own limit."""
     target = _target(server, cwd, env, era)
     from anyio.from_thread import start_blocking_portal
     with tempfile.TemporaryDirectory() as folder, open(os.path.join(folder, "stderr"), "a+b") as errlog, \
             start_blocking_portal() as portal:   # "a": its writes land at the end, wherever we are reading
-        reached = _Server(server, timeout, errlog, portal)
+        reached = _Server(server, timeout, errlog, portal, era)
         opened = portal.wrap_async_context_manager(_open(target, reached, era))
         try:
             reached.client, listed = opened.__enter__()
@@ -68,8 +69,9 @@ def _target(server, cwd, env, era):
 class _Server:
     """One server as ``connect_mcp`` talks to it: stray stdout (``garbled``), an echo, its stderr, each request."""
 
-    def __init__(self, server, timeout: float, errlog, portal):
+    def __init__(self, server, timeout: float, errlog, portal, era: str = "auto"):
         self.timeout, self.errlog, self.portal, self.client, self.garbled = timeout, errlog, portal, None, []
+        self.era = era
         self.echo = False   # it sent our own request back
         shown = USERINFO.sub("***@", server if isinstance(server, str) else " ".join(
             ["python" if server[0] == sys.executable else server[0], *server[1:]]))   # as given, but no password
@@ -113,6 +115,10 @@ class _Server:
                    for g in self.garbled[:1]]
         if getattr(e, "code", None) == REQUEST_TIMEOUT:   # the hang guard
             text = f"no answer within {self.timeout:g} seconds (the request was cancelled)"
+            if self.client is None and self.era == "auto":   # connecting: the SDK's probe waited first
+                from mcp.client.session import DISCOVER_TIMEOUT_SECONDS as probe
+                text = text[:-1] + (f"; before it, the SDK's server/discover probe waits up to {probe:g} seconds, "
+                                    'its own limit, in era "auto")')
         elif isinstance(e, OSError) and e.strerror:
             text = f"cannot run it ({e.strerror})"
         elif "portal is not running" in text:

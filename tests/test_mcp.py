@@ -354,13 +354,22 @@ def test_a_tool_used_after_the_block_says_the_connection_is_closed(misbehaving):
     ([sys.executable, "-c", "import sys; print('no config file found', file=sys.stderr); sys.exit(2)"],
      "it stopped (the connection closed). Its last words on stderr: no config file found"),
     ([sys.executable, "-c", "print('Server starting...')"], "it printed 'Server starting...' on stdout, which is not"),
-    ([sys.executable, "-c", "import time; time.sleep(120)"], "no answer within 2 seconds"),
+    ([sys.executable, "-c", "import time; time.sleep(120)"], "no answer within 2 seconds (the request was "
+     "cancelled; before it, the SDK's server/discover probe waits up to 10 seconds, its own limit, in era \"auto\")"),
 ])
 def test_a_server_that_cannot_start_is_a_connection_error_that_says_why(command, said):
     with pytest.raises(ConnectionError, match="could not start the MCP server") as caught:
         with connect_mcp(command, timeout=2):
             pass
     assert said in str(caught.value)
+
+
+def test_in_the_legacy_era_a_silent_server_is_given_up_after_the_timeout_alone():
+    """Lesson 13a's hang guard: the handshake goes first, so `timeout` is all the waiting (no discover probe)."""
+    with pytest.raises(ConnectionError) as caught:
+        with connect_mcp([sys.executable, "-c", "import time; time.sleep(120)"], timeout=2, era="legacy"):
+            pass
+    assert str(caught.value).endswith(": no answer within 2 seconds (the request was cancelled)")
 
 
 @pytest.mark.parametrize("command", [[], "python -m server", [sys.executable, 3], None])
