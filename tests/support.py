@@ -29,3 +29,26 @@ class Tally:
         """
         self.total += amount
         return f"total is {self.total}"
+
+
+def lesson_cell(notebook: str, setup_line: str, tagged_line: str, edits: dict, extra: str = "") -> str:
+    """Run a lesson's setup cell (the code cell holding ``setup_line``) and ``extra`` code, then the course's
+    answer to the your-turn cell holding ``tagged_line`` (folded below it) with a learner's ``edits``; its output."""
+    import contextlib
+    import io
+    import json
+    from pathlib import Path
+    cells = json.loads((Path(__file__).parent.parent / "notebooks" / notebook).read_text(encoding="utf-8"))["cells"]
+    code = [c for c in cells if c["cell_type"] == "code"]
+    setup = next("".join(c["source"]) for c in code if setup_line in "".join(c["source"]))
+    cell = next("".join(c["source"]) for c in code
+                if "answer" in c["metadata"].get("tags", []) and tagged_line in "".join(c["source"]))
+    for old, new in edits.items():
+        assert old in cell, old
+        cell = cell.replace(old, new)
+    namespace, printed = {}, io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(setup, namespace)
+        exec(extra, namespace)
+        exec(cell, namespace)
+    return printed.getvalue().replace("\n    ", " ")   # say's wrapped lines joined again

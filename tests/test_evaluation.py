@@ -15,6 +15,7 @@ from course_lib.evaluation import (RateLimitError, compare, grade_answer, number
                                    is_transient, judge_answer, run_suite, run_task, summarise,
                                    with_retries, Interrupted)
 from course_lib.models.base import ModelError
+from support import lesson_cell
 
 TASKS = load_tasks()
 BY_ID = {t["id"]: t for t in TASKS}
@@ -586,24 +587,8 @@ def test_on_ctrl_c_the_results_are_the_runs_whose_rows_were_shown(monkeypatch):
 
 # ---------------------------------------------------------------- lesson 12's your-turn cells say why
 def _lesson_cell(tagged_line: str, edits: dict) -> str:
-    """Run lesson 12's setup cell, then the your-turn cell holding ``tagged_line`` as a learner fills it in (the
-    course's answer, folded below it) with the learner's ``edits``; its output."""
-    import contextlib
-    import io
-    from pathlib import Path
-    cells = json.loads((Path(__file__).parent.parent / "notebooks" / "12_evaluation.ipynb").read_text(encoding="utf-8"))
-    code = [c for c in cells["cells"] if c["cell_type"] == "code"]
-    sources = ["".join(c["source"]) for c in code]
-    answers = ["".join(c["source"]) for c in code if "answer" in c["metadata"].get("tags", [])]
-    setup, cell = next(s for s in sources if "tasks = load_tasks()" in s), next(s for s in answers if tagged_line in s)
-    for old, new in edits.items():
-        assert old in cell, old
-        cell = cell.replace(old, new)
-    namespace, printed = {}, io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(setup, namespace)
-        exec(cell, namespace)
-    return printed.getvalue().replace("\n    ", " ")   # say's wrapped lines joined again
+    """Lesson 12's your-turn cell holding ``tagged_line``, filled in with the learner's ``edits``: its output."""
+    return lesson_cell("12_evaluation.ipynb", "tasks = load_tasks()", tagged_line, edits)
 
 
 def test_the_judge_cell_says_why_a_verdict_is_unreadable_and_names_a_bad_task_id():

@@ -15,6 +15,7 @@ from course_lib.courseware.patterns_lab import PLAN_ANSWER, PLAN_CALLS, PLAN_GOA
 from course_lib.planning import (CRITIC_PROMPT, MAX_FEEDBACK_CHARS, MAX_ITEM_CHARS, MAX_NOTE_CHARS, MAX_TODOS,
                                  Refined, TodoList, Verdict, ask_critic, parse_verdict, refine)
 from course_lib.tools import ToolError
+from support import lesson_cell
 
 FINAL = """\
 1. ☑ 단가 확인 (unit price) — 개당 $24
@@ -530,3 +531,51 @@ def test_refine_demo_s_agent_uses_its_tools_without_error(native):
 def test_scripted_replies_keep_korean_as_text():
     assert script([("lookup", {"topic": "단가"})], "끝") == ['{"tool": "lookup", "args": {"topic": "단가"}}',
                                                            '{"tool": "finish", "args": {"answer": "끝"}}']
+
+
+# ---------------------------------------------------------------- lesson 11a's your-turn cells: wrong answers fail
+CALLS = '("lookup", {"topic": "단가"}),\n    ("mark_complete", {"index": 1, "note": "개당 $24"}),\n' \
+        '    ("calculator", {"expression": "24*12"}),\n    ("mark_complete", {"index": 2, "note": "$288"}),'
+
+
+_THOUGHT_SETUP = """
+import json
+from course_lib.describe import build_system_prompt
+prompt = build_system_prompt(tools, thought=True)
+def action(tool, thought=None, **args):
+    return json.dumps({**({"thought": thought} if thought else {}), "tool": tool, "args": args}, ensure_ascii=False)
+"""
+
+
+def _plan_cell(calls: str) -> str:
+    return lesson_cell("11a_reason_plan_retrieve.ipynb", "tools = default_tools()", "MY_CALLS = [",
+                       {CALLS: calls}, extra="from course_lib.planning import TodoList")
+
+
+def test_the_plan_cell_takes_the_course_s_answer():
+    assert "✓ every step closed" in _plan_cell(CALLS)
+
+
+@pytest.mark.parametrize("calls, said", [
+    ('("lookup", {"topic": "단가"}),\n("mark_complete", {"index": 1}),\n("calculator", {"expression": "288"}),\n'
+     '("mark_complete", {"index": 2}),', "✗ the calculation typed the total in ('288')"),
+    ('("mark_complete", {"index": 1}),\n("calculator", {"expression": "24*12"}),\n("mark_complete", {"index": 2}),\n'
+     '("lookup", {"topic": "단가"}),', "✗ the calculation came before the lookup"),
+    ('("mark_complete", {"index": 1}),\n("lookup", {"topic": "단가"}),\n("calculator", {"expression": "24*12"}),\n'
+     '("mark_complete", {"index": 2}),', "✗ a step was ticked off before its work was done"),
+    ('("lookup", {"topic": "단가"}),\n("mark_failed", {"index": 1, "reason": "x"}),\n'
+     '("calculator", {"expression": "24*12"}),\n("mark_failed", {"index": 2, "reason": "x"}),',
+     "✗ step 1 was marked failed and nothing replaced it"),
+])
+def test_the_plan_cell_fails_a_typed_total_work_out_of_order_and_steps_left_failed(calls, said):
+    printed = _plan_cell(calls)
+    assert said in printed and "✓" not in printed.replace("☑", ""), printed
+
+
+def test_the_thought_cell_says_a_reply_is_text_when_given_a_dict():
+    printed = lesson_cell("11a_reason_plan_retrieve.ipynb", "tools = default_tools()", "my_reply = '{",
+                          {"""my_reply = '{"thought": 42, "tool": "calculator", "args": {"expression": "24*7"}}'""":
+                           """my_reply = {"thought": 42, "tool": "calculator", "args": {"expression": "24*7"}}"""},
+                          extra=_THOUGHT_SETUP)
+    assert "\n✗ my_reply is a dict: a model replies with text, so write the JSON in quotes" in printed, printed
+    assert "the agent said" not in printed and "no correction" not in printed
