@@ -187,9 +187,10 @@ def test_a_reexported_finished_version_is_not_a_solution(tmp_path):
     g = grade(save(nb, tmp_path, "reexport"), STAGE, timeout=120)
     ex = by_exercise(g)["04.3"]
     assert not ex.passed and ex.points == 0, ex
-    assert ex.detail == ("your answer cell defines no `parse_action`" if FULL else
-                         "`parse_action` is course_lib's finished version (course_lib.parsing), not your own: the "
-                         "exercise asks you to write it"), ex.detail
+    assert ex.detail.split(": it raised ImportError: cannot import name 'parse_reply'")[0] == (
+        "your answer cell defines no `parse_action`" if FULL else
+        "`parse_action` is course_lib's finished version (course_lib.parsing), not your own: the exercise asks you "
+        "to write it"), ex.detail
     assert g.notes == ["answer cell 'ex04_3': it imports course_lib.parsing, the finished version of this stage or a "
                        "later one; no exercise needs that (see the notebook's note on imports); it ran all the same"]
 
@@ -685,7 +686,8 @@ def test_an_answer_that_reaches_a_finished_function_earns_no_mark_however_it_get
     g = borrowing[name]
     ex = by_exercise(g)
     assert not ex["04.3"].passed and ex["04.3"].points == 0, ex["04.3"]
-    assert ex["04.3"].detail == "your answer cell defines no `parse_action`" or "cases passed in check()" in \
+    assert ex["04.3"].detail.startswith("your answer cell defines no `parse_action`: it raised ") or \
+        "cases passed in check()" in \
         ex["04.3"].detail, ex["04.3"].detail   # the import failed, or each call did
     assert ex["04.1"].passed and ex["04.2"].passed   # the rest is graded as usual
     why = _grader.refusal(BORROWING[name], STAGE)
@@ -749,7 +751,8 @@ def test_an_answer_that_imports_the_finished_parse_verdict_fails_11_3(tmp_path):
     g = grade(save(nb, tmp_path, "borrow11"), "11", timeout=60)
     ex = by_exercise(g)
     assert not ex["11.3"].passed and ex["11.3"].points == 0, ex["11.3"]
-    assert ex["11.3"].detail == "your answer cell defines no `parse_verdict`"   # the import failed in the worker
+    assert ex["11.3"].detail.startswith("your answer cell defines no `parse_verdict`: it raised ImportError: cannot "
+                                        "import name 'parse_verdict'")   # the import failed in the worker
     assert ex["11.4"].detail.startswith("not implemented yet")
     assert any(n.startswith("answer cell 'ex11_3': it imports course_lib.planning, the finished version")
                for n in g.notes), g.notes
@@ -1422,8 +1425,8 @@ def test_grade_builds_the_result_from_what_the_run_observed(tmp_path, monkeypatc
     assert record["candidates"] == CANDIDATES
     assert record["probes"] == {ex: [c.call.spec() for c in hidden_cases.cases(ex)] for ex in CANDIDATES}
     assert (record["stage"], record["timeout"], record["level"]) == (STAGE, 9, "none")
-    assert record["hidden"] == [SOLUTION.parent.resolve(), (ROOT / "solutions").resolve(), (ROOT / ".git").resolve(),
-                                keep]   # the course folder itself is needed: it is not hidden
+    assert record["hidden"] == [(ROOT / "solutions").resolve(), (ROOT / ".git").resolve(),
+                                keep]   # the solutions' folder once; the course folder itself is needed: not hidden
     assert (g.notebook, g.stage, g.isolation, g.reason) == (path, STAGE, sandbox.DESCRIPTIONS["none"], "")
     assert g.notes == ["n2"] and g.errors == ["cell 1: NameError: x"]   # a set-up cell; not the answer cell 7
     assert [(e.exercise, e.passed, e.points) for e in g.exercises] == [("04.1", True, 2), ("04.2", False, 0),
@@ -1575,7 +1578,7 @@ def test_grade_all_keeps_the_order_regrades_what_a_dead_worker_took_and_reports_
     assert progress[2:] == [(1, "b.ipynb", None), (2, None, "c.ipynb: the grader's worker died (BrokenProcessPool)")]
     assert [p.max_workers for p in _InlinePool.made] == [1, 1, 1]   # jobs=0 still runs one; the re-runs one each
     assert all(p.mp_context.get_start_method() == "spawn" for p in _InlinePool.made)
-    assert all(hide == [str(tmp_path)] for _, hide in seen)
+    assert all(hide == [str(tmp_path / n) for n in ("a.ipynb", "b.ipynb", "c.ipynb", "d.ipynb")] for _, hide in seen)
     with pytest.raises(_grader.GraderError):
         _grader.grade_all(["a.ipynb"], "42")   # no solution: a grader error before anything runs
 
@@ -1996,3 +1999,87 @@ def test_a_plain_import_is_judged_by_its_modules_not_as_names_taken_from_one():
     from course_lib.courseware.grader import refusal
     assert refusal("import exec", "06") is None
     assert refusal("import threading, sys", "06") == "it imports threading"
+
+
+@needs_full
+def test_a_classmates_notebook_in_a_folder_the_sandbox_must_keep_is_out_of_reach_all_the_same(tmp_path, monkeypatch):
+    """A batch whose notebooks lie in a folder holding something the kernel needs (the course folder, the venv, a
+    folder on the import path) cannot have that folder emptied: each notebook of the batch is hidden by itself,
+    and so is every file beside the course (a notebook left in the course folder, its README)."""
+    shared = tmp_path / "class"
+    (shared / "pylib").mkdir(parents=True)
+    monkeypatch.syspath_prepend(str(shared / "pylib"))   # on the graders' import path (spawn copies it): kept
+    honest = save(load(SOLUTION), shared, "alice")
+    copier = load(EXERCISE)
+    cell(copier, "ex04_1").source = (   # the classmate's answer, run here; else a stub that fails
+        "import json, pathlib\n"
+        f"for _p in [pathlib.Path({honest!r}), pathlib.Path({str(ROOT / 'README.md')!r})]:\n"
+        "    print(_p.name, len(_p.read_text()) if _p.exists() else None)\n"
+        "try:\n"
+        f"    _cells = json.loads(pathlib.Path({honest!r}).read_text())['cells']\n"
+        "    exec(next(''.join(c['source']) for c in _cells\n"
+        "              if c.get('metadata', {}).get('nbgrader', {}).get('grade_id') == 'ex04_1'))\n"
+        "except Exception as e:\n"
+        "    _why = f'nothing to copy: {type(e).__name__}'\n"
+        "    def validate_action(data):\n"
+        "        return _why\n")
+    mallory = save(copier, shared, "mallory")
+    grades, problems = grade_all([honest, mallory], STAGE, timeout=120, jobs=2)
+    assert problems == [] and grades[0].passed, grades[0]
+    copied = by_exercise(grades[1])["04.1"]
+    assert not copied.passed and "nothing to copy: JSONDecodeError" in str(copied.failing), copied
+    assert Path(honest).stat().st_size > 1000 and (ROOT / "README.md").stat().st_size > 1000   # there, outside
+
+
+@needs_full
+def test_the_files_beside_the_course_read_as_empty_in_the_sandbox(tmp_path):
+    scratch = tmp_path / "scratch"
+    (scratch / "work").mkdir(parents=True)
+    probe = f"import pathlib; print(sorted((p.name, p.stat().st_size) for p in pathlib.Path({str(ROOT)!r}).iterdir() if p.is_file()))"
+    seen = subprocess.run(sandbox.wrapper("bubblewrap", scratch, []) + [sys.executable, "-c", probe],
+                          capture_output=True, text=True, timeout=60)
+    files = eval(seen.stdout)
+    assert ("README.md", 0) in files and all(size == 0 for _, size in files), seen.stdout + seen.stderr
+
+
+BORROWED_PACKAGES = {   # an installed package that would do the exercise: absent where its stage is graded
+    "11.1 from rank_bm25": ("11", "ex11_1", "rank_bm25", (
+        "from rank_bm25 import BM25Okapi\n"
+        "def bm25_scores(query_tokens, docs, k1=1.5, b=0.75, epsilon=0.25):\n"
+        "    if not docs:\n        return []\n"
+        "    model = BM25Okapi([list(d) for d in docs], k1=k1, b=b, epsilon=epsilon)\n"
+        "    total = [0.0] * len(docs)\n"
+        "    for w in query_tokens:\n"
+        "        for i, x in enumerate(model.get_scores([w])):\n"
+        "            total[i] += float(x)\n"
+        "    return total\n")),
+    "05.1 from pydantic": ("05", "ex05_1", "pydantic", (
+        "import typing\nfrom pydantic import TypeAdapter\n"
+        "def matches(value, hint):\n"
+        "    if typing.get_origin(hint) is dict:\n        hint = dict\n"
+        "    try:\n        TypeAdapter(hint).validate_python(value, strict=True)\n        return True\n"
+        "    except Exception as e:\n        return type(e).__name__ != 'ValidationError'\n")),
+}
+
+
+@needs_full
+@pytest.mark.parametrize("name", list(BORROWED_PACKAGES))
+def test_an_installed_package_that_does_the_exercise_cannot_be_imported_where_it_is_graded(tmp_path, name):
+    stage, gid, package, source = BORROWED_PACKAGES[name]
+    nb = load(next((ROOT / "exercises").glob(f"{stage}_*_exercises.ipynb")))
+    cell(nb, gid).source = source
+    g = grade(save(nb, tmp_path, stage), stage, timeout=120)
+    exercise = by_exercise(g)[gid[2:4] + "." + gid[5]]
+    assert not exercise.passed and exercise.points == 0, exercise
+    assert f"it raised ImportError: {package} is not available while stage {stage} is graded" in " ".join(
+        [exercise.detail, str(exercise.failing), *g.errors]), (exercise, g.errors)
+    __import__(package)   # installed here, outside the sandbox
+
+
+def test_an_answer_too_deep_for_python_s_parser_fails_that_exercise_alone(tmp_path):
+    """The advice's parse gives up on 50,000 nested minus signs (MemoryError): no advice, and the grading goes on."""
+    nb = load(SOLUTION)
+    cell(nb, "ex04_3").source = "_x = " + "-" * 50_000 + "1\n"
+    g = grade(save(nb, tmp_path, "deep"), STAGE, timeout=120)
+    assert g.reason == "" and [(e.exercise, e.passed) for e in g.exercises] == [("04.1", True), ("04.2", True),
+                                                                                 ("04.3", False)], g

@@ -226,8 +226,8 @@ def refusal(source: str, stage: str = "") -> str | None:
     import ast
     try:
         tree = ast.parse(source)
-    except SyntaxError:
-        return None   # it will fail on its own, with Python's message
+    except (SyntaxError, ValueError, MemoryError, RecursionError):   # 50,000 minus signs in a row, say: advice
+        return None   # only, so none; the cell fails on its own, with Python's message
     for node in ast.walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
@@ -390,7 +390,7 @@ def run(nb, stage: str, candidates: dict[str, str], *, timeout: int, level: str,
     if level == "bubblewrap":   # only there can the finished modules be replaced by their cut versions
         lib.mkdir()
         setup = tuple(c.source for c in nb.cells if c.cell_type == "code" and not _grade_id(c))
-        replaced = worker_lib.prepare(_cut(stage, setup, keep_out), lib)
+        replaced = worker_lib.prepare(_cut(stage, setup, keep_out), lib) | worker_lib.absent(stage, lib)
     manager = sandbox.kernel_manager(level, scratch, hidden, group, replaced)
     client = _client_class()(nb, km=manager, timeout=timeout,
                              kernel_name="python3", allow_errors=True, interrupt_on_timeout=True,
@@ -472,12 +472,14 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
             detail = f"your answer cell was stopped: {answer[2]}"
         elif not seen.get("defined"):
             detail = f"your answer cell defines no `{name}`" if judged is not None else "not graded"
+            if judged is not None and answer[0] == "error":   # what stopped it, in the worker's words: text only
+                detail += f": it raised {answer[1]}: {' '.join(str(answer[2]).split())[:300]}"
         elif public.not_implemented or secret.not_implemented:
             stub = public.stub or secret.stub
             detail = "not implemented yet" + (f": `{stub}` still raises NotImplementedError" if stub else "")
         elif str(seen.get("module")).startswith("course_lib") and name not in allowed_reexport:
-            detail = (f"`{name}` is course_lib's finished version ({seen['module']}), not your own: the exercise "
-                      "asks you to write it")
+            detail = (f"`{name}` is course_lib's finished version ({str(seen['module'])[:80]}), not your own: "
+                      "the exercise asks you to write it")   # the module's name as the worker gave it, cut short
         elif public.error or secret.error:
             error = public.error or secret.error
             detail = error if error.startswith("the check could not run") else f"the check could not run: {error}"
@@ -504,7 +506,7 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
 def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level: str | None = None,
           hide=()) -> Grade:
     """Grade one submission of ``stage``. A student's problem is a failed Grade; a grader problem raises
-    GraderError."""
+    GraderError. ``hide``: the batch's other notebooks (or folders), out of the kernel's reach."""
     import nbformat
     trusted_path = solution_for(stage, solutions_dir)
     trusted = nbformat.read(trusted_path, as_version=4)
@@ -530,8 +532,14 @@ def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level:
         return result
     nb, tamper, result.notes = assemble(trusted, submission)
     hidden = [trusted_path.parent.resolve(), (ROOT / "solutions").resolve(), (ROOT / ".git").resolve()]
-    needed = sandbox._needed()   # the submissions' folders too (no copying a classmate), unless Python is in them
-    hidden += [d for d in map(Path, hide) if not any(n.is_relative_to(d) for n in needed)]
+    needed = sandbox._needed()   # the batch's notebooks too (no copying a classmate): each one's folder, or, where
+    for path in map(Path, hide):  # that folder holds the course or Python, the notebook itself
+        folder = path if path.is_dir() else path.parent
+        if not any(n.is_relative_to(folder) for n in needed):
+            hidden.append(folder)
+        elif path.is_file():
+            hidden.append(path)
+    hidden = list(dict.fromkeys(hidden))
     probes = {ex: [case.call.spec() for case in cases] for ex, cases in secret.items()}
     groups: dict[frozenset, dict[str, str]] = {}   # one worker per set of withheld names (most stages: one)
     for ex, name in candidates.items():
@@ -574,8 +582,8 @@ def grade_all(notebooks: list[str], stage: str, *, solutions_dir=None, timeout: 
     solution_for(stage, solutions_dir)   # fail early, as a grader error, when the stage has no solution
     grades: list[Grade | None] = [None] * len(notebooks)
     problems: list[str] = []
-    folders = sorted({str(Path(n).resolve().parent) for n in notebooks})
-    work = [(n, stage, solutions_dir, timeout, folders) for n in notebooks]
+    batch = sorted({str(Path(n).resolve()) for n in notebooks})   # each one's folder is hidden from the others
+    work = [(n, stage, solutions_dir, timeout, batch) for n in notebooks]
     with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(_grade_safely, item): i for i, item in enumerate(work)}
         lost = []

@@ -115,9 +115,15 @@ def wrapper(level: str, scratch: Path, hidden: list[Path], replaced: dict[Path, 
                 command += ["--tmpfs", str(item)]
         for cache in sorted((COURSE / "course_lib").rglob("__pycache__")) if replaced else ():
             command += ["--tmpfs", str(cache)]
-        for folder in hidden:   # an empty folder where the solutions were
-            if folder.is_dir():
-                command += ["--tmpfs", str(folder)]
+        empty = Path(f"{scratch}-lib") / ".empty"   # an empty file the kernel cannot reach, shown over files it may not read
+        files = [item for item in sorted(course.iterdir()) if item.is_file()] if course else []   # README, a notebook
+        for path in hidden + files:   # an empty folder where the solutions were, an empty file for a classmate's notebook
+            if path.is_dir():
+                command += ["--tmpfs", str(path)]
+            elif path.is_file():
+                empty.parent.mkdir(exist_ok=True)
+                empty.touch()
+                command += ["--ro-bind", str(empty), str(path)]
         command += ["--bind", str(scratch), str(scratch)]
         for original, replacement in sorted((replaced or {}).items()):
             command += ["--ro-bind", str(replacement), str(original)]

@@ -6,6 +6,8 @@ may not use the finished version of its own stage or of a later one. ``cut(stage
 stage's public cases module and the exercise's ``MAY_USE`` need, with what those names need in turn (found by
 reading the code, to a fixed point); every other function and class is simply not there. Borrowing then fails
 the ordinary way, with ImportError or AttributeError, whatever route it takes: no list of tricks is involved.
+An installed package that would do an exercise's work (the stage module's ``ABSENT``: rank_bm25 for 11.1,
+pydantic's strict validation for 05.1) is replaced the same way, by a module that raises ImportError (``absent``).
 
 The sandbox (bubblewrap) binds each cut source over the original file and hides the ``__pycache__`` folders, so
 the original cannot be read either. Without bubblewrap the files cannot be replaced, and the report says the
@@ -225,3 +227,19 @@ def available(stage: str, finished: set[str], start) -> dict[str, list[str]]:
         if names:
             kept[path.relative_to(PACKAGE).as_posix()] = names
     return kept
+
+
+def absent(stage: str, lib: Path) -> dict[Path, Path]:
+    """The packages that would answer an exercise of ``stage`` (its stage module's ``ABSENT``), each replaced in the
+    worker by a module that raises ImportError saying why: like the finished modules, nothing to borrow."""
+    import importlib.util
+    from importlib import import_module
+    replaced = {}
+    for package in getattr(import_module(f"course_lib.courseware.exercises.stage{stage}"), "ABSENT", ()):
+        spec = importlib.util.find_spec(package)
+        if spec is not None and spec.origin:
+            stand_in = lib / f"absent-{package}.py"
+            stand_in.write_text(f"raise ImportError({package!r} ' is not available while stage {stage} is graded: '\n"
+                                f"                  'the exercise asks you to write it yourself')\n", encoding="utf-8")
+            replaced[Path(spec.origin).resolve()] = stand_in
+    return replaced

@@ -8,6 +8,8 @@ from typing import Literal, Optional
 from course_lib.courseware.checks import Case, Exercise
 from course_lib.tools import calculator, list_files, lookup, read_file
 
+ABSENT = ("pydantic",)   # a finished type check (TypeAdapter, strict): not importable where stage 05 is graded
+
 
 def order_total(unit_price: float, quantity: int) -> dict:
     """Price an order (a tool that returns a dict with Korean keys)."""
