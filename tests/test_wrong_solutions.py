@@ -643,6 +643,11 @@ WRONG = [
                                                     'notes = ("Your reply could not be used",)')],
       "an observation taken for the question"),
     W("10.2", "keep=True", [("type(keep) is not int", "not isinstance(keep, int)")], "isinstance lets True in"),
+    W("10.2", "only the goal: kept once", [("if said and said[-1][0] < first", "if said[-1][0] < first")],
+      "said[-1] with no user message in any step: IndexError"),
+    W("10.2", "only the goal: kept once", [("said = [(k, m) for k, step in enumerate(steps) for m in step\n",
+                                            "said = [(k - 1, m) for k, step in enumerate([head] + steps) for m in step\n")],
+      "the user's latest message looked for in the head too: the goal added twice"),
     W("10.2", "every result follows its call", BY_MESSAGES_10_2, "cut by messages"),
     W("10.2", "the stand-in accepts every window", BY_MESSAGES_10_2, "cut by messages"),
     # ---- 10.3 SQL built from the text; spaces; only prefixes; the key quoted back; the length before collapsing
@@ -1007,6 +1012,8 @@ WRONG = [
       [("if not parts and result", "if result"),
        ('parts.append(json.dumps(result["structuredContent"], ensure_ascii=False))',
         'parts = [json.dumps(result["structuredContent"], ensure_ascii=False)]')], "structured content preferred"),
+    W("13.1", "an empty text block before structured content",
+      [("if not parts and result", "if not any(parts) and result")], "blocks of empty text taken for none"),
     # ---- 13.2 answering a notification; an unknown tool as a result; the wrong code; arguments required; a fixed
     # id; no version check; null arguments read as {}; a null id accepted; a notification decided before the
     # message is checked; True taken for an id

@@ -255,6 +255,8 @@ EXERCISES = {
              hint="nothing to drop: the same messages as the history"),
         Case("keep 0: the question stays", lambda f: window(f, CHAT, 0), expected=tags(CHAT[:2] + [TWENTY]),
              hint="keep=0 drops every step (careful: steps[-0:] is the whole list), but the user's question stays"),
+        Case("only the goal: kept once", lambda f: window(f, CHAT[:6], 0), expected=tags(CHAT[:2]),
+             hint="the goal is in the head, which is always kept: look for the user's latest message in the steps"),
         Case("the question moves up", lambda f: window(f, MOVED, 1), expected=tags(MOVED[:2] + [TWELVE] + MOVED[-2:]),
              hint="the user's latest message is in a dropped step: put it right after the head"),
         Case("kept in its step: not twice", lambda f: window(f, MOVED, 3), expected=tags(MOVED[:2] + MOVED[6:]),

@@ -183,6 +183,10 @@ EXERCISES = {
         Case("text blocks before structured content",
              lambda f: read(f, {"content": [text("11:30")], "structuredContent": {"시각": "11:30"}}),
              expected=("11:30", False), hint="structuredContent is used only when there are no blocks at all"),
+        Case("an empty text block before structured content",
+             lambda f: read(f, {"content": [text("")], "structuredContent": {"시각": "11:30"}}),
+             expected=("", False), hint="a block is a block, even one whose text is '': structuredContent only "
+                                        "when there are none (test the list of pieces, not what they hold)"),
         Case("nothing at all", lambda f: read(f, {}), expected=("(the tool returned nothing)", False),
              hint="no blocks and no structuredContent: '(the tool returned nothing)'"),
         Case("content null", lambda f: read(f, {"content": None, "isError": True}),
