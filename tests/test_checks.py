@@ -720,6 +720,23 @@ def test_differences_in_dicts_name_the_key_and_in_lists_the_item():
     assert diff({"k": long}, {"k": 1}) == f"(first difference: at key 'k', expected '{'x' * 38}…, got 1)"
 
 
+def test_a_difference_inside_nested_lists_and_dicts_is_found_where_it_is():
+    """Two long nested values cut at the same prefix look equal in a table: the way in to the difference shows it."""
+    diff = checks._difference
+    head = [{"role": "system", "content": "(system prompt)"}, {"role": "user", "content": "the goal"}]
+    assert diff([[head, head], 5], [[head, head + head[1:]], 5]) == (
+        "(first difference: at item 0 → at item 1 → expected 2 items, got 3; first unexpected item: {'role': "
+        "'user', 'content': 'the goal'})")
+    assert diff([[head]], [[head[:1] + [{"role": "user", "content": "the goal!"}]]]) == (
+        "(first difference: at item 0 → at item 0 → at item 1 → at key 'content', expected 'the goal', "
+        "got 'the goal!')")
+    assert diff({"a": {"b": [1, {"c": 1}]}}, {"a": {"b": [1, {"d": 1}]}}) == (
+        "(first difference: at key 'a' → at key 'b' → at item 1 → key 'c' is missing)")
+    assert diff([{"a": 1}], [{"a": 1, "z": 0}]) == "(first difference: at item 0 → unexpected key 'z')"
+    assert diff([[1]], [[1]]) == "" and diff([[1, [2]]], [[1, 2]]) == "(first difference: at item 0 → at item 1, " \
+                                                                     "expected [2], got 2)"
+
+
 def test_a_failing_row_s_hint_is_the_case_hint_then_the_difference(monkeypatch):
     _spec(monkeypatch, Case("list", lambda f: f(), expected=[1, 2], hint="count again"))
     assert run_cases("00.9", lambda: [1, 3]).cases[0].hint == \

@@ -2083,3 +2083,17 @@ def test_an_answer_too_deep_for_python_s_parser_fails_that_exercise_alone(tmp_pa
     g = grade(save(nb, tmp_path, "deep"), STAGE, timeout=120)
     assert g.reason == "" and [(e.exercise, e.passed) for e in g.exercises] == [("04.1", True), ("04.2", True),
                                                                                  ("04.3", False)], g
+
+
+def test_a_hidden_case_that_fails_inside_nested_values_is_shown_where_they_differ(tmp_path):
+    """10.2's hidden cases compare lists of windows, lists of messages: cut short, expected and got look the same,
+    so the detail adds the way in to the first difference."""
+    nb = load(ROOT / "solutions" / "10_memory_and_context_exercises.ipynb")
+    nb_cell = cell(nb, "ex10_2")
+    nb_cell.source = nb_cell.source.replace("[m for step in steps[first:] for m in step]",
+                                            "[m for step in steps[first:] for m in step[:3]]")   # two results at most
+    g = grade(save(nb, tmp_path, "window"), "10", timeout=120)
+    detail = by_exercise(g)["10.2"].detail
+    assert detail.startswith("hidden tests failed: ") and "the first: random history 4: keep 0 to 7: expected " in detail
+    assert detail.endswith("(first difference: at item 0 → at item 4 → at item 5 → at key 'role', expected 'tool', "
+                           "got 'assistant')"), detail   # the window of keep=4: a third result dropped

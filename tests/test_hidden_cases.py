@@ -180,3 +180,11 @@ def test_a_hidden_case_that_fails_is_named_with_what_was_expected_and_what_came_
         return None if args is None or isinstance(args, dict) else '"args" must be a JSON object'
     with pytest.raises(AssertionError, match=r"hidden case\(s\) failed; the first: .*expected .*, got None"):
         hidden.verify("04.1", wrong)
+
+
+def test_nbgrader_s_hidden_cell_shows_where_nested_values_first_differ():
+    wrong = solution("10.2", [("[m for step in steps[first:] for m in step]",   # a call and at most two results
+                               "[m for step in steps[first:] for m in step[:3]]")])
+    with pytest.raises(AssertionError, match=r"the first: random history 4: keep 0 to 7: expected .*, got .* \(first "
+                                             r"difference: at item 0 → at item 4 → at item 5 → at key 'role'"):
+        hidden.verify("10.2", wrong)

@@ -369,23 +369,25 @@ def _cpu_time(thread: threading.Thread) -> float | None:
         return None
 
 
-def _difference(expected, got) -> str:
-    """Where two long dicts or lists first differ, since the table cuts both short."""
+def _difference(expected, got, where: str = "") -> str:
+    """Where two long dicts or lists first differ, in nested ones too (``where``: the way in), as tables cut both."""
     if isinstance(expected, dict) and isinstance(got, dict):
         for key in list(expected) + [k for k in got if k not in expected]:
             if key not in got:
-                return f"(first difference: key {key!r} is missing)"
+                return f"(first difference: {where}key {key!r} is missing)"
             if key not in expected:
-                return f"(first difference: unexpected key {key!r})"
+                return f"(first difference: {where}unexpected key {key!r})"
             if expected[key] != got[key]:
-                return f"(first difference: at key {key!r}, expected {_short(expected[key])}, got {_short(got[key])})"
+                return _difference(expected[key], got[key], f"{where}at key {key!r} → ") or (f"(first difference: "
+                    f"{where}at key {key!r}, expected {_short(expected[key])}, got {_short(got[key])})")
     if isinstance(expected, list) and isinstance(got, list) and expected != got:
         for i, (a, b) in enumerate(zip(expected, got)):
             if a != b:
-                return f"(first difference: at item {i}, expected {_short(a, 80)}, got {_short(b, 80)})"
+                return _difference(a, b, f"{where}at item {i} → ") or (
+                    f"(first difference: {where}at item {i}, expected {_short(a, 80)}, got {_short(b, 80)})")
         longer, word = (expected, "missing") if len(expected) > len(got) else (got, "unexpected")
-        return (f"(expected {len(expected)} items, got {len(got)}; first {word} item: "
-                f"{_short(longer[min(len(expected), len(got))], 80)})")
+        return (f"({'first difference: ' + where if where else ''}expected {len(expected)} items, got {len(got)}; "
+                f"first {word} item: {_short(longer[min(len(expected), len(got))], 80)})")
     return ""
 
 

@@ -490,8 +490,8 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
         elif missed or not secret.cases:
             first = missed[0] if missed else None
             detail = (f"hidden tests failed: {len(missed)} of {len(secret.cases)} hidden cases; the first: "
-                      f"{first.label}: expected {first.expected}, got {first.got}" if first else
-                      "hidden tests did not run (no hidden cases)")
+                      f"{first.label}: expected {first.expected}, got {first.got}{hidden_cases.where_it_differs(first)}"
+                      if first else "hidden tests did not run (no hidden cases)")
         else:
             detail = None
         passed = detail is None   # every test above found nothing wrong

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 from pathlib import Path
 
 from .checks import Case, run_cases
@@ -54,4 +55,10 @@ def verify(exercise: str, candidate) -> None:
     assert not result.not_implemented, "a function this answer calls still raises NotImplementedError"
     assert result.error is None, result.error
     assert not failing, (f"{len(failing)} of {len(result.cases)} hidden case(s) failed; the first: {failing[0].label}: "
-                         f"expected {failing[0].expected}, got {failing[0].got}")
+                         f"expected {failing[0].expected}, got {failing[0].got}{where_it_differs(failing[0])}")
+
+
+def where_it_differs(row) -> str:
+    """' (first difference: ...)' from a failing row's hint, or "": cut short, nested values can look the same."""
+    found = re.search(r"\((?:first difference|expected \d+ items).*\)$", row.hint or "")
+    return f" {found[0]}" if found else ""
