@@ -1347,3 +1347,20 @@ def test_unanswered_openai_tool_calls_are_listed_in_the_reply_and_placed_in_prob
 def test_an_anthropic_refusal_s_stop_details_exactly():
     _, reply, _ = answer(StandInServer([{"refusal": "Declined."}]), "anthropic", VALID["anthropic"])
     assert reply["stop_details"] == {"type": "refusal", "category": None, "explanation": "Declined."}
+
+
+@pytest.mark.parametrize("messages, said", [
+    ([{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "168"}]}],
+     "messages[0]: tool_result ['call_1'] answers no tool_use: no message comes before it"),
+    ([{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"},
+      {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_1", "content": "168"}]}],
+     "messages[2]: tool_result ['call_1'] answers no tool_use: the assistant message before it has none"),
+])
+def test_a_tool_result_with_no_call_before_it_is_named_so_in_the_stand_in_s_words(messages, said):
+    """Lesson 10's cut that starts the window at a tool result: the course's own sentence names the result,
+    and the API's words say the same (unexpected `tool_use_id`)."""
+    from course_lib.courseware.standin.anthropic import _Rejected, _check_anthropic
+    with pytest.raises(_Rejected) as caught:
+        _check_anthropic(messages)
+    assert caught.value.problem == said
+    assert "unexpected `tool_use_id` found in `tool_result` blocks: call_1" in str(caught.value)

@@ -77,7 +77,9 @@ def _check_anthropic(messages: list[dict]) -> str | None:
         answered = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
         if set(answered) != set(asked) or len(answered) != len(asked):
             ours = (f"messages[{i}]: the tool_use ids {sorted(set(asked))} need exactly one tool_result each "
-                    f"in the next user message, got {answered}")
+                    f"in the next user message, got {answered}" if asked else
+                    f"messages[{i}]: tool_result {answered} answers no tool_use: "
+                    f"{'no message comes before it' if i == 0 else 'the assistant message before it has none'}")
             raise _Rejected(_unanswered(i, asked, answered, blocks) or ours, problem=ours)
     return None   # (a user message is always followed by an assistant one, which sets ``asked`` afresh)
 
