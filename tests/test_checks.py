@@ -314,8 +314,8 @@ def test_korean_text_keeps_the_columns_lined_up():
     result = CheckResult("01.2", "t", [checks.CaseResult("메모.txt 읽기", False, "'단가'", "'x'", "h"),
                                        checks.CaseResult("ascii", True, "1", "1")])
     header, first, _hint, second = render(result).splitlines()[1:5]
-    column = checks._width(header[:header.index("expected")])
-    assert checks._width(first[:first.index("'단가'")]) == column == checks._width(second[:second.index("1")])
+    column = checks.columns(header[:header.index("expected")])
+    assert checks.columns(first[:first.index("'단가'")]) == column == checks.columns(second[:second.index("1")])
 
 
 def test_long_dicts_and_lists_that_differ_say_where(monkeypatch, capsys):
@@ -625,7 +625,7 @@ def test_the_whole_text_table_with_korean_and_fullwidth_text_lines_up_by_screen_
         "  ✓  ascii          1         1",
         "  ✓  ＡＢ           2         2",
         "  2/3 passed"]
-    assert [checks._width(t) for t in ("", "ab", "메모", "ＡＢ", "…")] == [0, 2, 4, 4, 1]
+    assert [checks.columns(t) for t in ("", "ab", "메모", "ＡＢ", "…")] == [0, 2, 4, 4, 1]
     assert checks._pad("메", 5) == "메   "
 
 
@@ -1144,3 +1144,13 @@ def test_no_stop_is_sent_to_a_case_thread_that_is_handing_its_row_over():
     assert checks._raise_in(thread) is True   # "ask again": nothing was sent
     word.put(None)   # a stop sent would land after this get, be caught, and the get would wait for ever
     assert ended.wait(60) and (thread.join(60) or not thread.is_alive())
+
+
+def test_a_long_hint_in_the_text_table_is_wrapped_at_spaces_to_the_notebook_s_width(monkeypatch):
+    hint = "keep=0 drops every step (careful: steps[-0:] is the whole list), but the user's question stays " * 3
+    _spec(monkeypatch, Case("list", lambda f: f(), expected=[1, 2], hint=hint.strip()))
+    lines = checks.render(run_cases("00.9", lambda: [1, 3])).splitlines()
+    hinted = [line for line in lines if line.startswith(("     hint: ", "         "))]
+    assert len(hinted) > 1 and all(checks.columns(line) <= 110 for line in lines), lines
+    assert " ".join(line.strip() for line in hinted) == f"hint: {hint.strip()} (first difference: at item 1, " \
+                                                       "expected 2, got 3)"

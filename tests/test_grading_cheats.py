@@ -560,9 +560,15 @@ def test_a_report_line_cannot_be_split_into_fake_lines():
         {"label": "row" + fake, "expected": fake, "got": fake, "hint": fake}])], notes=["note" + fake],
         reason="reason" + fake)
     lines = _lines(g)
-    assert len(lines) == 4 and all(len(line.splitlines()) == 1 for line in lines), lines
+    assert all(len(line.splitlines()) == 1 for line in lines), lines
     assert not any(c in "\n".join(lines) for c in "\r\t\u2028\u2029\x85")
     assert lines[0] == "    note: note\\x0a    ✓ 04.2  11/11 cases passed\\x0d\\x09\\x2028\\x2029\\x85"
+    # a long line is wrapped to the terminal, its continuations indented deeper: no entry of its own starts there
+    indents = [len(line) - len(line.lstrip(" ")) for line in lines]
+    assert [line.split(":")[0] for line, n in zip(lines, indents) if n == 4] == ["    note", "    NOT GRADED",
+                                                                                "    ✗ 04.1  raised ValueError"]
+    assert indents[3] == 8 and lines[3].startswith("        ✗ row") and all(n >= 8 for n in indents[3:]), lines
+    assert all(len(line) <= 110 for line in lines if " " in line.strip()), lines
 
 
 def test_the_progress_line_shows_a_notebook_path_escaped(monkeypatch, capsys, tmp_path):

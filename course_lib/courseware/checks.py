@@ -30,12 +30,13 @@ import sys
 import threading
 import time
 import types
-import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from dataclasses import asdict, dataclass, field
 from importlib import import_module
 from typing import Any
+
+from .printing import columns, wrap
 
 CASE_SECONDS = 5   # a learner's endless loop must not freeze the notebook
 WALL_FACTOR = 6    # on a machine so busy that a case gets little CPU, it still ends after 6 × CASE_SECONDS
@@ -473,13 +474,8 @@ def _show(result: CheckResult) -> None:
     display({"text/plain": render(result), "text/html": render_html(result)}, raw=True)
 
 
-def _width(text: str) -> int:
-    """Columns on screen: Korean and other wide characters take two."""
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
 def _pad(text: str, width: int) -> str:
-    return text + " " * (width - _width(text))
+    return text + " " * (width - columns(text))
 
 
 def render(result: CheckResult) -> str:
@@ -495,12 +491,12 @@ def render(result: CheckResult) -> str:
         return f"{head}\n  ✗ {result.error}"
     rows = [("", "case", "expected", "got")] + [("✓" if c.ok else "✗", c.label, c.expected, c.got)
                                                 for c in result.cases]
-    widths = [max(_width(row[i]) for row in rows) for i in range(4)]
+    widths = [max(columns(row[i]) for row in rows) for i in range(4)]
     lines = [head]
     for row, case in zip(rows, [None] + result.cases):
         lines.append("  " + "  ".join(_pad(cell, width) for cell, width in zip(row, widths)).rstrip())
         if case is not None and case.hint:
-            lines.append(f"     hint: {case.hint}")
+            lines += wrap(f"     hint: {case.hint}")   # at spaces, to fit a notebook's width
     done = sum(c.ok for c in result.cases)
     lines.append(f"  {done}/{len(result.cases)} passed" + (" ✓ well done" if result.passed else ""))
     if result.passed:

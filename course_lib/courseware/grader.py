@@ -38,6 +38,7 @@ from pathlib import Path
 
 from . import hidden as hidden_cases, observe, sandbox, worker_lib
 from .notebook_marks import ROOT, SOLUTION, grade_id as _grade_id, stub as _stub
+from .printing import wrap
 
 CHECK_CALL = re.compile(r"""check\(\s*["'](\d\d\.\d+)["']\s*,\s*([A-Za-z_]\w*)""")
 MAX_NOTEBOOK_BYTES = 50_000_000   # a submission larger than this is not read at all
@@ -633,8 +634,8 @@ def _safe(text: str) -> str:
 
 
 def _lines(g: Grade) -> list[str]:
-    """The report of one notebook, each line made safe for the instructor's terminal."""
-    return [_safe(line) for line in _report(g)]
+    """The report of one notebook, each line made safe for the instructor's terminal and wrapped to fit it."""
+    return [row for line in _report(g) for row in wrap(_safe(line))]
 
 
 def _report(g: Grade) -> list[str]:
