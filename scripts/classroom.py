@@ -11,6 +11,7 @@ stops the hub, every user's server and the proxy. classroom/README.md is the ins
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -93,8 +94,7 @@ def main(argv=None) -> int:
     hub = subprocess.Popen([str(BIN / "jupyterhub"), "-f", str(ROOT / "classroom" / "jupyterhub_config.py")],
                            cwd=folder, env=env, stdout=subprocess.DEVNULL, stderr=open(folder / "hub.log", "ab"),
                            start_new_session=True)
-    stop = lambda *_: hub.send_signal(signal.SIGINT)   # the hub stops every server and the proxy, then exits
-    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)   # a SIGTERM stops the class as Ctrl-C does: end()
     url = f"http://127.0.0.1:{args.port}"
     try:
         deadline = time.monotonic() + 120
@@ -119,15 +119,35 @@ def main(argv=None) -> int:
         print("classroom: Ctrl-C stops the hub and every server", flush=True)
         return hub.wait()
     except KeyboardInterrupt:
-        stop()
-        return hub.wait(timeout=60)
+        return end(hub)
     finally:
         if hub.poll() is None:
-            stop()
-            try:
-                hub.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                hub.kill()
+            end(hub)
+
+
+def end(hub: subprocess.Popen, grace: float = 30) -> int:
+    """Ctrl-C for the hub, which stops every server and the proxy, then exits. A hub whose shutdown hangs (a task
+    that never takes its cancellation: seen on a busy machine) is ended after ``grace`` seconds, with the proxy and
+    the servers it started (each in a session of its own, so not reached through the hub's)."""
+    import psutil   # ipykernel's dependency, so always here
+    try:
+        started = psutil.Process(hub.pid).children(recursive=True)
+    except psutil.Error:   # already gone
+        started = []
+    hub.send_signal(signal.SIGINT)
+    try:
+        return hub.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        print(f"classroom: the hub did not stop within {grace:g} s; ending it and its servers", file=sys.stderr)
+    for process in started:
+        with contextlib.suppress(psutil.Error):
+            process.terminate()
+    psutil.wait_procs(started, timeout=10, callback=None)
+    for process in started:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    hub.kill()
+    return hub.wait()
 
 
 if __name__ == "__main__":

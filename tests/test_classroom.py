@@ -267,3 +267,23 @@ def test_a_port_already_taken_is_one_sentence_not_a_traceback(tmp_path):
                                "--port", str(port)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert done.stderr == f"classroom: port {port} is in use by another program: choose another with --port\n"
+
+
+def test_a_hub_that_does_not_stop_on_ctrl_c_is_ended_with_the_servers_it_started():
+    """Seen on a busy machine: JupyterHub took the signal, stopped nothing and never exited (a task that never took
+    its cancellation). The script then ends it, and the servers it started, each in a session of its own."""
+    import psutil
+    code = ("import signal, subprocess, sys, time\n"
+            "signal.signal(signal.SIGINT, signal.SIG_IGN)\n"
+            "server = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'], start_new_session=True)\n"
+            "print(server.pid, flush=True)\n"
+            "time.sleep(600)\n")
+    hub = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    server = int(hub.stdout.readline())
+    assert classroom.end(hub, grace=1) == -signal.SIGKILL
+    hub.stdout.close()
+    for _ in range(100):   # the server, no longer the hub's child, is reaped by whoever adopted it
+        if not psutil.pid_exists(server) or psutil.Process(server).status() == psutil.STATUS_ZOMBIE:
+            break
+        time.sleep(0.1)
+    assert not psutil.pid_exists(server) or psutil.Process(server).status() == psutil.STATUS_ZOMBIE
