@@ -1186,3 +1186,50 @@ def test_what_pickle_cannot_carry_comes_back_as_a_tool_error(monkeypatch):
     assert kind == "raised" and type(error) is ToolError
     assert str(error) == ("its raised value, a Unrebuildable, cannot be sent back from the child process "
                           "(TypeError)")
+
+
+# ---------------------------------------------------------------- lesson 09's taint your-turn: wrong answers fail
+def _taint_cell(body: str) -> str:
+    """Lesson 09's cells up to its taint your-turn, then the course's answer with ``body`` as my_find's body."""
+    import contextlib
+    import io
+    import json
+    from pathlib import Path
+    cells = json.loads((Path(__file__).parent.parent / "notebooks" / "09_safety_and_control.ipynb").read_text(
+        encoding="utf-8"))["cells"]
+    code = [c for c in cells if c["cell_type"] == "code" and "your-turn" not in c["metadata"].get("tags", [])]
+    at = next(k for k, c in enumerate(code) if "def my_find(seen, args):" in "".join(c["source"]))
+    answer = "".join(code[at]["source"])
+    start, end = answer.index('    """The first run'), answer.index("\nif answered(")
+    answer = answer[:answer.index("\n", start) + 1] + body + answer[end:]
+    namespace, printed = {}, io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()):   # what the cells before it print
+        for cell in code[:at]:
+            exec("".join(cell["source"]), namespace)
+    with contextlib.redirect_stdout(printed):
+        exec(answer, namespace)
+    return printed.getvalue().replace("\n    ", " ")
+
+
+def test_the_taint_cell_takes_the_course_s_answer():
+    body = ("    for value in args.values():\n        if isinstance(value, str):\n"
+            "            for run in runs(plain(value)):\n                if run in seen:\n                    return run\n"
+            "    return None\n")
+    assert _taint_cell(body).rstrip().endswith("✓ the copies of the page are found; the own-words summary and the sum "
+                                                "stay clean")
+
+
+@pytest.mark.parametrize("body, named", [
+    ("    for value in args.values():\n        if isinstance(value, str):\n"
+     "            for run in runs(value):\n                if run in seen:\n                    return run\n",
+     "quoting summary"),   # not plain(): the doubled space and the capitals hide the quote
+    ("    value = next(iter(args.values()))\n    for run in runs(plain(value)):\n        if run in seen:\n"
+     "            return run\n", "quoting summary"),   # the first argument only
+    ("    for value in args.values():\n        if isinstance(value, str) and plain(value) in seen:\n"
+     "            return plain(value)\n", "forward the page"),   # the whole argument, not its runs
+    ("    return 'tainted'\n", "own-words summary"),   # everything tainted, with a run that is not the page's
+])
+def test_the_taint_cell_names_the_calls_a_wrong_find_gets_wrong(body, named):
+    printed = _taint_cell(body)
+    assert "✗ not right for: " in printed and named in printed.split("✗ not right for: ")[1], printed
+    assert "✓" not in printed
