@@ -129,7 +129,7 @@ def end(hub: subprocess.Popen, grace: float = 30) -> int:
     """Ctrl-C for the hub, which stops every server and the proxy, then exits. A hub whose shutdown hangs (a task
     that never takes its cancellation: seen on a busy machine) is ended after ``grace`` seconds, with the proxy and
     the servers it started (each in a session of its own, so not reached through the hub's)."""
-    import psutil   # ipykernel's dependency, so always here
+    import psutil   # in the course extra (ipykernel needs it too)
     try:
         started = psutil.Process(hub.pid).children(recursive=True)
     except psutil.Error:   # already gone
@@ -142,7 +142,7 @@ def end(hub: subprocess.Popen, grace: float = 30) -> int:
     for process in started:
         with contextlib.suppress(psutil.Error):
             process.terminate()
-    psutil.wait_procs(started, timeout=10, callback=None)
+    psutil.wait_procs(started, timeout=10)
     for process in started:
         with contextlib.suppress(psutil.Error):
             process.kill()

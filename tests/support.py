@@ -31,24 +31,27 @@ class Tally:
         return f"total is {self.total}"
 
 
-def lesson_cell(notebook: str, setup_line: str, tagged_line: str, edits: dict, extra: str = "") -> str:
+def lesson_cell(notebook: str, setup_line: str | None, tagged_line: str, edits: dict, extra: str = "") -> str:
     """Run a lesson's setup cell (the code cell holding ``setup_line``) and ``extra`` code, then the course's
-    answer to the your-turn cell holding ``tagged_line`` (folded below it) with a learner's ``edits``; its output."""
+    answer to the your-turn cell holding ``tagged_line`` (folded below it) with a learner's ``edits``; its output.
+    With no ``setup_line``, every code cell before that answer runs instead (your-turn cells left out), quietly."""
     import contextlib
     import io
     import json
     from pathlib import Path
     cells = json.loads((Path(__file__).parent.parent / "notebooks" / notebook).read_text(encoding="utf-8"))["cells"]
-    code = [c for c in cells if c["cell_type"] == "code"]
-    setup = next("".join(c["source"]) for c in code if setup_line in "".join(c["source"]))
-    cell = next("".join(c["source"]) for c in code
-                if "answer" in c["metadata"].get("tags", []) and tagged_line in "".join(c["source"]))
+    code = [c for c in cells if c["cell_type"] == "code" and "your-turn" not in c["metadata"].get("tags", [])]
+    sources = ["".join(c["source"]) for c in code]
+    at = next(k for k, c in enumerate(code) if "answer" in c["metadata"].get("tags", []) and tagged_line in sources[k])
+    cell = sources[at]
     for old, new in edits.items():
         assert old in cell, old
         cell = cell.replace(old, new)
     namespace, printed = {}, io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO() if setup_line is None else printed):
+        for setup in sources[:at] if setup_line is None else [next(s for s in sources if setup_line in s)]:
+            exec(setup, namespace)
     with contextlib.redirect_stdout(printed):
-        exec(setup, namespace)
         exec(extra, namespace)
         exec(cell, namespace)
     return printed.getvalue().replace("\n    ", " ")   # say's wrapped lines joined again

@@ -28,6 +28,7 @@ from course_lib.memory import run_with_memory, trim_window
 from course_lib.models import Reply, ScriptedModel, ToolCall
 from course_lib.courseware.injection_lab import (DEFENCES, CarefulModel, GullibleModel, attack_table, injections,
                                                  lab_tools, run_attack, success_rates)
+from support import lesson_cell
 from course_lib.safety import (END, START, UNTRUSTED_RULE, CallRequest, Taint, ToolPolicy, mark_untrusted, nobody,
                                only, untrusted_prompt)
 from course_lib.tools import ToolError, calculator, lookup
@@ -1189,33 +1190,18 @@ def test_what_pickle_cannot_carry_comes_back_as_a_tool_error(monkeypatch):
 
 
 # ---------------------------------------------------------------- lesson 09's taint your-turn: wrong answers fail
+COURSE_FIND = ("    for value in args.values():\n        if isinstance(value, str):\n"
+               "            for run in runs(plain(value)):\n                if run in seen:\n"
+               "                    return run\n    return None\n")
+
+
 def _taint_cell(body: str) -> str:
     """Lesson 09's cells up to its taint your-turn, then the course's answer with ``body`` as my_find's body."""
-    import contextlib
-    import io
-    import json
-    from pathlib import Path
-    cells = json.loads((Path(__file__).parent.parent / "notebooks" / "09_safety_and_control.ipynb").read_text(
-        encoding="utf-8"))["cells"]
-    code = [c for c in cells if c["cell_type"] == "code" and "your-turn" not in c["metadata"].get("tags", [])]
-    at = next(k for k, c in enumerate(code) if "def my_find(seen, args):" in "".join(c["source"]))
-    answer = "".join(code[at]["source"])
-    start, end = answer.index('    """The first run'), answer.index("\nif answered(")
-    answer = answer[:answer.index("\n", start) + 1] + body + answer[end:]
-    namespace, printed = {}, io.StringIO()
-    with contextlib.redirect_stdout(io.StringIO()):   # what the cells before it print
-        for cell in code[:at]:
-            exec("".join(cell["source"]), namespace)
-    with contextlib.redirect_stdout(printed):
-        exec(answer, namespace)
-    return printed.getvalue().replace("\n    ", " ")
+    return lesson_cell("09_safety_and_control.ipynb", None, "def my_find(seen, args):", {COURSE_FIND: body})
 
 
 def test_the_taint_cell_takes_the_course_s_answer():
-    body = ("    for value in args.values():\n        if isinstance(value, str):\n"
-            "            for run in runs(plain(value)):\n                if run in seen:\n                    return run\n"
-            "    return None\n")
-    assert _taint_cell(body).rstrip().endswith("✓ the copies of the page are found; the own-words summary and the sum "
+    assert _taint_cell(COURSE_FIND).rstrip().endswith("✓ the copies of the page are found; the own-words summary and the sum "
                                                 "stay clean")
 
 

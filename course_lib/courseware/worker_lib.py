@@ -238,8 +238,8 @@ def absent(stage: str, lib: Path) -> dict[Path, Path]:
     for package in getattr(import_module(f"course_lib.courseware.exercises.stage{stage}"), "ABSENT", ()):
         spec = importlib.util.find_spec(package)
         if spec is not None and spec.origin:
+            why = f"{package} is not available while stage {stage} is graded: the exercise asks you to write it yourself"
             stand_in = lib / f"absent-{package}.py"
-            stand_in.write_text(f"raise ImportError({package!r} ' is not available while stage {stage} is graded: '\n"
-                                f"                  'the exercise asks you to write it yourself')\n", encoding="utf-8")
+            stand_in.write_text(f"raise ImportError({why!r})\n", encoding="utf-8")
             replaced[Path(spec.origin).resolve()] = stand_in
     return replaced
