@@ -14,6 +14,7 @@ from course_lib.courseware.patterns_lab import team_demo
 from course_lib.orchestration import (MAX_DEPTH, MAX_TASK_CHARS, Orchestrator, SubRun, as_tool, call_edges,
                                       call_tree, orchestration_transcript, total_usage)
 from course_lib.tools import ToolError, calculator, lookup
+from support import lesson_cell
 
 RESEARCH_TASK = "부품 단가와 배송비 조건을 찾아 주세요. (Find the unit price and the shipping terms.)"
 TOTAL_TASK = "개당 $24인 부품 25개의 총액을 계산해 주세요. (Work out the total for 25 units at $24 each.)"
@@ -522,3 +523,36 @@ def test_an_orchestrator_with_plain_tools_too_reports_only_its_agent_tools():
     assert boss.run("go") == "끝" and observations(boss) == [("lookup", "개당 $24", False), ("helper", "네", False)]
     assert call_edges(call_tree(boss)) == [("orchestrator", "helper", "하나")]
     assert orchestration.agent_tools(boss.tools) == [tool]
+
+
+# ---------------------------------------------------------------- lesson 11b's your-turn: a sub-agent as a tool
+_BODY = ('        agent = make_agent()                        # fresh: its own history and its own step cap\n'
+         '        answer = agent.run(task)                    '
+         '# it sees the task, nothing of the caller\'s conversation\n'
+         '        if agent.stop_reason != "finish":\n'
+         '            raise ToolError(f"the {name} stopped without an answer ({agent.stop_reason}): {answer}")\n'
+         '        return answer\n')
+
+
+def _as_tool_cell(edits: dict) -> str:
+    return lesson_cell("11b_teams_critics_schemas.ipynb", "tools = default_tools()", "def my_as_tool(", edits)
+
+
+def test_the_sub_agent_cell_takes_the_course_s_answer():
+    printed = _as_tool_cell({})
+    assert "✓ the same team run as as_tool's" in printed and "✗" not in printed, printed
+
+
+@pytest.mark.parametrize("body, said", [
+    ("        return make_agent().run(task)\n", "passed that off as its answer"),
+    (_BODY.replace("raise ToolError(", "raise RuntimeError("), "✗ your tool raised RuntimeError: raise ToolError"),
+    (_BODY.replace("        agent = make_agent()", "        agent = made_once"),   # one agent for every task
+     "✗ two tasks should run two fresh agents"),
+    (_BODY.replace("return answer", "return f'{name}: {answer}'"), "✗ the team's run with your tools differs"),
+])
+def test_the_sub_agent_cell_names_what_a_wrong_tool_gets_wrong(body, said):
+    edits = {_BODY: body}
+    if "made_once" in body:   # the agent made when the tool is, outside tool(): the shape of this mistake
+        edits["    def tool(task: str) -> str:\n"] = "    made_once = make_agent()\n    def tool(task: str) -> str:\n"
+    printed = _as_tool_cell(edits)
+    assert said in printed and "✓ the same team run" not in printed, printed

@@ -2,6 +2,7 @@
 dispatch, the exact checklist and its history, replanning, every refusal's key phrase, and the evaluator–optimiser
 loop's rounds, verdicts and stops, with scripted models and critics."""
 import json
+from pathlib import Path
 
 import pytest
 
@@ -579,3 +580,38 @@ def test_the_thought_cell_says_a_reply_is_text_when_given_a_dict():
                           extra=_THOUGHT_SETUP)
     assert "\n✗ my_reply is a dict: a model replies with text, so write the JSON in quotes" in printed, printed
     assert "the agent said" not in printed and "no correction" not in printed
+
+
+
+def _todos_cell(edits: dict) -> str:
+    lesson = Path(__file__).parent.parent / "notebooks" / "11a_reason_plan_retrieve.ipynb"
+    cells = json.loads(lesson.read_text(encoding="utf-8"))["cells"]
+    cell = next("".join(c["source"]) for c in cells if "def short(" in "".join(c["source"]))
+    helpers = "def short(" + cell.split("def short(")[1].split("\n\n\n")[0]   # the lesson's own short()
+    return lesson_cell("11a_reason_plan_retrieve.ipynb", "tools = default_tools()", "class MiniTodos:", edits,
+                       extra="from course_lib.planning import MARKS, TodoList\n" + helpers)
+
+
+_RANGE = "        if not 1 <= index <= len(self.items):\n            raise ToolError(f\"there is no step {index}\")\n"
+_STATUS = 'if self.items[index - 1][1] != "todo":'
+_INSERT = "self.items[index:index] = [[text, \"todo\"] for text in items]"
+_REPLAN_GUARD = ('        if not 1 <= index <= len(self.items) or self.items[index - 1][1] != "failed":\n'
+                 '            raise ToolError(f"step {index} has not failed: mark_failed it first")\n')
+
+
+def test_the_todo_list_cell_takes_the_course_s_answer():
+    printed = _todos_cell({})
+    assert "✓ yours accepts and refuses the same calls as TodoList" in printed and "✗ not" not in printed, printed
+
+
+@pytest.mark.parametrize("edits, said", [
+    ({_RANGE: ""}, "mark_complete(index=0, note='done'): yours accepted it"),   # items[-1]: the last step
+    ({_RANGE: _RANGE.replace("ToolError", "ValueError")},
+     "mark_complete(index=3, note='done'): yours crashed (ValueError), not a ToolError"),
+    ({_STATUS: 'if self.items[index - 1][1] == "done":'}, "mark_complete(index=1, note='$24'): yours accepted it"),
+    ({_REPLAN_GUARD: ""}, "replan(index=3, items=['again']): yours accepted it"),
+    ({_INSERT: _INSERT.replace("[index:index]", "[index - 1:index]")}, "the plan at the end is"),
+])
+def test_the_todo_list_cell_names_the_call_a_wrong_rule_gets_wrong(edits, said):
+    printed = _todos_cell(edits)
+    assert "✗ not the same as TodoList: " in printed and said in printed and "✓ yours" not in printed, printed
