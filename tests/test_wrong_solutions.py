@@ -984,8 +984,8 @@ WRONG = [
     W("12.4", "a task that is None", [('not isinstance(record.get("task"), str)', '"task" not in record')],
       "any task value"),
     # ---- 13.1 truthiness for isError; only text; no newline between blocks; no structured fallback; embedded text
-    # lost; no type check; content null; an empty structuredContent read as none; empty texts dropped; structured
-    # content preferred to the blocks
+    # lost; no type check; content null; an empty structuredContent read as none; a null one shown; empty texts
+    # dropped; structured content preferred to the blocks
     W("13.1", "isError must be JSON true", [('result.get("isError") is True', 'bool(result.get("isError"))')],
       "truthiness"),
     W("13.1", "an image is named",
@@ -1005,6 +1005,8 @@ WRONG = [
       'result.get("content", [])'),
     W("13.1", "structured content {}", [('result.get("structuredContent") is not None', 'result.get("structuredContent")')],
       "truthiness for structuredContent"),
+    W("13.1", "structured content null", [('result.get("structuredContent") is not None',
+                                            '"structuredContent" in result')], "a null structuredContent shown"),
     W("13.1", "an empty text block is a piece", [('parts.append(block["text"])',
                                                   'parts += [block["text"]] if block["text"] else []')],
       "empty texts dropped"),
