@@ -192,7 +192,8 @@ def test_a_reexported_finished_version_is_not_a_solution(tmp_path):
         "`parse_action` is course_lib's finished version (course_lib.parsing), not your own: the exercise asks you "
         "to write it"), ex.detail
     assert g.notes == ["answer cell 'ex04_3': it imports course_lib.parsing, the finished version of this stage or a "
-                       "later one; no exercise needs that (see the notebook's note on imports); it ran all the same"]
+                       "later one, of which only what the notebook hands out is there where answers are graded; no "
+                       "exercise needs that (see the notebook's note on imports); it ran all the same"]
 
 
 # -- isolation ---------------------------------------------------------------------------------------------------
@@ -1942,8 +1943,9 @@ def test_an_answer_may_import_earlier_stages_but_not_its_own_in_the_assembled_no
     cell(submission4, "ex04_3").source = "from course_lib.parsing import parse_reply as parse_action\n"
     nb, tamper, notes = _grader.assemble(trusted4, submission4)
     assert tamper == {} and notes == [
-        "answer cell 'ex04_3': it imports course_lib.parsing, the finished version of this stage or a later one; "
-        "no exercise needs that (see the notebook's note on imports); it ran all the same"]
+        "answer cell 'ex04_3': it imports course_lib.parsing, the finished version of this stage or a later one, "
+        "of which only what the notebook hands out is there where answers are graded; no exercise needs that (see "
+        "the notebook's note on imports); it ran all the same"]
     assert cell(nb, "ex04_3").source == cell(submission4, "ex04_3").source
     path5 = _grader.solution_for("05")
     trusted5, submission5 = load(path5), load(path5)

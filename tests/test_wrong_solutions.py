@@ -28,7 +28,9 @@ from typing import NamedTuple
 
 import pytest
 
-from course_lib.courseware.checks import exercise, run_cases
+from course_lib.courseware import hidden
+from course_lib.courseware.checks import check, exercise, run_cases
+from course_lib.courseware.grader import borrowed
 
 SOLUTIONS = Path(__file__).resolve().parent.parent / "solutions"
 
@@ -102,9 +104,45 @@ def solution(exercise_id: str, edits=()):
 # ================================================================ the reference solutions pass
 @pytest.mark.parametrize("exercise_id", exercise_ids())
 def test_the_reference_solution_passes_every_visible_case(exercise_id):
-    result = run_cases(exercise_id, solution(exercise_id))
+    candidate = solution(exercise_id)
+    result = run_cases(exercise_id, candidate)
     assert result.error is None and not result.not_implemented, result
     assert [c.label for c in result.cases if not c.ok] == []
+    assert borrowed(exercise_id, candidate) == []   # what it uses, the notebook hands out
+
+
+# A wrapper around course_lib's finished version passes every visible case where course_lib is whole (the learner's
+# kernel); course check grades where it is cut to what the notebook hands out, so check() must not say "well done".
+WRAPPERS = {
+    "12.4": ("from course_lib.evaluation import compare\n"
+             "def regressions(old, new):\n"
+             "    return [{k: c[k] for k in ('task', 'before', 'after')} for c in compare(old, new)\n"
+             "            if c['change'] == 'regression']\n", "compare (course_lib.evaluation)"),
+    "13.3": ("import course_lib.mcp_bridge as bridge\n"
+             "def helper(schema, value, where):\n"
+             "    return bridge.schema_problems(schema, value, where)\n"
+             "def schema_problems(schema, value, where='arguments'):\n"
+             "    return helper(schema, value, where)\n", "bridge (course_lib.mcp_bridge)"),
+    "10.1": ("def group_steps(history):\n    return split_steps(history)\n", "split_steps (course_lib.memory)"),
+}
+
+
+@pytest.mark.parametrize("exercise_id", list(WRAPPERS))
+def test_an_answer_that_wraps_the_finished_version_is_told_so_by_check_and_fails_nbgrader_s_hidden_test(
+        exercise_id, capsys):
+    source, name = WRAPPERS[exercise_id]
+    namespace = {"__name__": "__main__"}
+    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
+        for code in _parts(exercise_id)[0]:   # the set-up cells: 10's hands out split_steps (for 10.2, not 10.1)
+            exec(code, namespace)
+    exec(source, namespace)
+    candidate = namespace[source.split("def ")[-1].split("(")[0]]
+    result = check(exercise_id, candidate)
+    printed = capsys.readouterr().out
+    assert result.passed and result.borrowed == [name], result.borrowed
+    assert "well done" not in printed and f"but your answer uses {name}, course_lib's finished version" in printed
+    with pytest.raises(AssertionError, match=rf"^the answer to {exercise_id} uses {re.escape(name)}"):
+        hidden.verify(exercise_id, candidate)
 
 
 # ================================================================ the wrong solutions

@@ -244,7 +244,8 @@ def refusal(source: str, stage: str = "") -> str | None:
                 return "it imports the course's grading machinery (course_lib.courseware), which no answer needs"
             done = [n for n in names if n == "course_lib" or n in finished(stage)]
             if done:
-                return f"it imports {done[0]}, the finished version of this stage or a later one"
+                return (f"it imports {done[0]}, the finished version of this stage or a later one, of which only "
+                        "what the notebook hands out is there where answers are graded")
         elif isinstance(node, ast.Name) and node.id == "course_lib":
             return "it uses the course_lib package itself"
         elif isinstance(node, ast.Name) and node.id in _NAMES:
@@ -685,3 +686,66 @@ def cmd_check(args) -> int:
         print(f"{sum(g.passed for g in grades)}/{total} notebook(s) passed every exercise"
               + (f"; the grader failed on {len(problems)}" if problems else ""))
     return 3 if problems else 0 if all(g.passed for g in grades) else 1
+
+
+# ---------------------------------------------------------------- what check() says where course_lib is whole
+@functools.cache
+def _handed_out(stage: str) -> frozenset[str]:
+    """The names the exercise notebook's set-up cells import (the cells no answer goes in): these are there where
+    answers are graded. Read from the course's ``exercises/`` notebook of ``stage``."""
+    found: set[str] = set()
+    for path in sorted((ROOT / "exercises").glob(f"{stage}_*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] != "code" or cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"):
+                continue
+            try:
+                tree = ast.parse("".join(cell["source"]))
+            except SyntaxError:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    found |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return frozenset(found)
+
+
+def _names(code) -> set[str]:
+    """The global names a code object and the code nested in it (functions, comprehensions, classes) use."""
+    names, todo = set(), [code]
+    while todo:
+        c = todo.pop()
+        names |= set(c.co_names)
+        todo += [k for k in c.co_consts if hasattr(k, "co_names")]
+    return names
+
+
+def borrowed(exercise_id: str, candidate) -> list[str]:
+    """The finished versions an answer reaches, as 'name (module)': names its code uses (and the code of the
+    notebook's own functions it calls) bound to a function, class or module of a finished module of its stage or
+    a later one (``finished``), other than those the notebook's set-up cells and ``MAY_USE`` hand out (an
+    exercise's own answer, ``WITHHELD``, is never handed out). Where answers are graded none of them is there;
+    check() runs where course_lib is whole, so it says so instead of a plain ✓."""
+    import types
+    stage = exercise_id.split(".")[0]
+    modules = finished(stage)
+    handed = (_handed_out(stage) | set(may_use(stage).get(exercise_id, []))) - withheld(stage).get(exercise_id,
+                                                                                                 frozenset())
+    found, seen, todo = set(), set(), [candidate]
+    while todo:
+        function = todo.pop()
+        code, scope = getattr(function, "__code__", None), getattr(function, "__globals__", None)
+        if code is None or not isinstance(scope, dict) or id(function) in seen:
+            continue
+        seen.add(id(function))
+        for name in sorted(_names(code) & set(scope)):
+            value = scope[name]
+            if isinstance(value, types.ModuleType):
+                module = value.__name__
+            elif isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type)):
+                module = getattr(value, "__module__", None)
+            else:
+                continue
+            if module in modules and name not in handed:
+                found.add(f"{name} ({module})")
+            elif isinstance(value, types.FunctionType) and value.__globals__ is scope:   # the notebook's own helper
+                todo.append(value)
+    return sorted(found)
