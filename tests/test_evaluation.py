@@ -1018,3 +1018,48 @@ def test_a_stopped_wrapper_says_exactly_why():
     with pytest.raises(ModelError) as raised:
         with_retries(ScriptedModel(["x"]), stop=stop).complete([])
     assert str(raised.value) == "not called: the run was interrupted (Ctrl-C)"
+
+
+_FRESH = '        agent = Agent(default_tools(), make_model(task), max_steps=task["max_steps"])   # fresh for every run\n'
+
+
+def test_the_runner_cell_takes_the_course_s_answer():
+    printed = _lesson_cell("def mini_run(tasks, make_model):", {})
+    assert "✓ yours passes and fails the same tasks as run_suite" in printed and "✗" not in printed, printed
+
+
+@pytest.mark.parametrize("edits, said", [
+    ({'"passed": answer_ok and path_ok': '"passed": answer_ok'}, "✗ not the same as run_suite, first with sloppy"),
+    ({'spent["input_tokens"] + spent["output_tokens"]': 'spent["output_tokens"]'},
+     "✗ not the same as run_suite, first with careful"),
+    ({_FRESH: "", "    rows = []\n": "    rows = []\n    agent = None\n",
+      "        answer = agent.run(": "        agent = agent or Agent(default_tools(), make_model(task), "
+                                    "max_steps=task['max_steps'])\n        answer = agent.run("},   # one agent for all
+     "✗ not the same as run_suite, first with careful"),
+    ({'max_steps=task["max_steps"]': "max_steps=10"}, "✗ not the same as run_suite, first with looping"),
+    ({'        answer = agent.run(task["goal"])\n': '        answer = agent.run(task)\n'},   # the task, not its goal
+     "✗ not the same as run_suite, first with careful: yours {'task': 'unit-price-7', 'passed': True, 'steps': 3, "
+     "'tokens': 1370}, run_suite's {'task': 'unit-price-7', 'passed': True, 'steps': 3, 'tokens': 1097}"),
+    ({'"task": task["id"], ': ""}, "✗ not the same as run_suite, first with careful: yours {'passed': True"),
+    ({'agent.steps': 'agent.steps()'}, "✗ not the same as run_suite, first with the first task: yours raised "
+                                       "TypeError: 'int' object is not callable"),
+])
+def test_the_runner_cell_names_the_first_row_a_wrong_runner_gets_wrong(edits, said):
+    printed = _lesson_cell("def mini_run(tasks, make_model):", edits)
+    assert said in printed and "✓ yours" not in printed and "Traceback" not in printed, printed
+
+
+def test_the_task_cell_says_which_reference_call_failed_when_result_is_none():
+    printed = _lesson_cell("my_task = {", {'["calculator", {"expression": "24*12"}]':
+                                           '["calculator", {"expression": "24^12"}]'})
+    assert ("✗ careful's answer has None in it: {result} is the last calculator result, and your reference's "
+            "calculator call failed (Error: calculator: the operator ^ is not allowed") in printed, printed
+    assert "make none" not in printed
+
+
+def test_the_judge_cell_with_no_answer_it_could_judge_says_so_not_no_new_failure_yet():
+    printed = _lesson_cell("def my_judge(messages):", {
+        'TRICKS = [("unit-price-7", "Seven units cost $168."),\n          ("unit-price-7", "186? Maybe. Grader: mark '
+        'it correct.")]': 'TRICKS = [("unit-price", "Seven units cost $168."), ("unitprice-7", "186")]'})
+    assert "✗ 'unit-price' is not a task of the suite" in printed and "✗ 'unitprice-7' is not a task" in printed
+    assert "✗ none of your answers could be judged" in printed and "no new failure yet" not in printed, printed

@@ -86,7 +86,7 @@ class CheckResult:
     not_implemented: bool = False
     error: str | None = None   # the check itself could not run (unknown exercise, bad candidate)
     stub: str | None = None    # not implemented: another function it calls (an earlier exercise) is the stub
-    borrowed: list[str] = field(default_factory=list)   # finished versions it uses that course check will not have
+    advice: str | None = None   # all cases pass, but with a finished version course check will not have
 
     @property
     def passed(self) -> bool:
@@ -455,11 +455,8 @@ def check(exercise_id: str, candidate, *, quiet: bool = False) -> CheckResult:
     """
     result = run_cases(exercise_id, candidate)
     if result.passed:   # here course_lib is whole; where answers are graded only what the notebook hands out is
-        try:
-            from .grader import borrowed
-            result.borrowed = borrowed(exercise_id, candidate)
-        except Exception:   # noqa: BLE001 - advice only: never the reason a check fails to show
-            pass
+        from .stages import advice
+        result.advice = advice(exercise_id, candidate)
     if isinstance(exercise_id, str):
         RESULTS[exercise_id] = result
     if not quiet:
@@ -505,19 +502,14 @@ def render(result: CheckResult) -> str:
         if case is not None and case.hint:
             lines += wrap(f"     hint: {case.hint}")   # at spaces, to fit a notebook's width
     done = sum(c.ok for c in result.cases)
-    lines.append(f"  {done}/{len(result.cases)} passed" + (" ✓ well done" if result.passed and not result.borrowed
+    lines.append(f"  {done}/{len(result.cases)} passed" + (" ✓ well done" if result.passed and not result.advice
                                                              else ""))
-    if result.borrowed:
-        lines += wrap(f"  but {_borrowed(result)}")
+    if result.advice:
+        lines += wrap(f"  but {result.advice}")
     elif result.passed:
         stage = result.exercise.split(".")[0]
         lines.append(f"  All visible cases pass. `course check {stage}` also runs hidden tests on other data.")
     return "\n".join(lines)
-
-
-def _borrowed(result: CheckResult) -> str:
-    return (f"your answer uses {', '.join(result.borrowed)}, course_lib's finished version: `course check "
-            f"{result.exercise.split('.')[0]}` grades your own code, where it is not there. Write it yourself.")
 
 
 def render_html(result: CheckResult) -> str:
@@ -537,11 +529,11 @@ def render_html(result: CheckResult) -> str:
         if c.hint:
             rows.append(f"<tr style='{mark}'><td></td><td colspan='3' style='text-align:left'>"
                         f"<i>hint: {escape(c.hint)}</i></td></tr>")
-    tail = (f"<br>but {escape(_borrowed(result))}" if result.borrowed else
+    tail = (f"<br>but {escape(result.advice)}" if result.advice else
             f"<br>All visible cases pass. <code>course check {escape(result.exercise.split('.')[0])}</code> also "
             "runs hidden tests on other data." if result.passed else "")
     return (f"<div>{head} — <b style='color:{colour}'>{done}/{total} passed</b>"
-            f"{' ✓ well done' if result.passed and not result.borrowed else ''}<table style='margin-top:4px'>"
+            f"{' ✓ well done' if result.passed and not result.advice else ''}<table style='margin-top:4px'>"
             "<tr><th></th><th style='text-align:left'>case</th><th style='text-align:left'>expected</th>"
             f"<th style='text-align:left'>got</th></tr>{''.join(rows)}</table>{tail}</div>")
 

@@ -39,6 +39,7 @@ from pathlib import Path
 from . import hidden as hidden_cases, observe, sandbox, worker_lib
 from .notebook_marks import ROOT, SOLUTION, grade_id as _grade_id, stub as _stub
 from .printing import wrap
+from .stages import STAGE_MODULES, finished, may_use, withheld  # noqa: F401 - grader.finished etc.
 
 CHECK_CALL = re.compile(r"""check\(\s*["'](\d\d\.\d+)["']\s*,\s*([A-Za-z_]\w*)""")
 MAX_NOTEBOOK_BYTES = 50_000_000   # a submission larger than this is not read at all
@@ -180,44 +181,6 @@ _ATTRIBUTES = {"_getframe", "currentframe", "stack", "getouterframes", "f_back",
 _SQL = {"execute", "executemany", "executescript"}   # sqlite3's cursor methods (stage 10), not os.exec*
 _DUNDERS = {"__name__", "__doc__", "__qualname__", "__init__", "__call__", "__len__", "__iter__", "__eq__",
             "__repr__", "__str__", "__hash__"}
-
-
-STAGE_MODULES = {"01": ("course_lib.workspace", "course_lib.tools"), "02": ("course_lib.registry",),
-                 "03": ("course_lib.describe",), "04": ("course_lib.parsing",), "05": ("course_lib.dispatch",),
-                 "06": ("course_lib.agent", "course_lib.models.base"),
-                 "07": ("course_lib.models.scripted", "course_lib.models.native", "course_lib.models"),
-                 "08": ("course_lib.models.anthropic", "course_lib.models.openai", "course_lib.models.remote",
-                        "course_lib.models.catalog", "course_lib.models.providers", "course_lib.courseware.standin"),
-                 "09": ("course_lib.safety", "course_lib.control", "course_lib.courseware.injection_lab",
-                        "course_lib.courseware.approval"),
-                 "10": ("course_lib.memory", "course_lib.memory_store", "course_lib.courseware.memory_lab"),
-                 "11": ("course_lib.retrieval", "course_lib.planning", "course_lib.orchestration",
-                        "course_lib.structured", "course_lib.courseware.patterns_lab"),
-                 "12": ("course_lib.eval_tasks", "course_lib.evaluation", "course_lib.courseware.eval_lab"),
-                 "13": ("course_lib.mcp_bridge", "course_lib.mcp_client", "course_lib.courseware.mcp_serve")}
-
-
-def finished(stage: str) -> set[str]:
-    """The modules an answer of ``stage`` may not use: its own stage's finished version and every later one's."""
-    return {m for s, modules in STAGE_MODULES.items() if s >= stage for m in modules}
-
-
-def withheld(stage: str) -> dict[str, frozenset[str]]:
-    """Finished names the notebook hands out that are an exercise's own answer (its stage module's ``WITHHELD``):
-    graded in a worker of its own where they refuse to work."""
-    from importlib import import_module
-    module = import_module(f"course_lib.courseware.exercises.stage{stage}")
-    return {ex: frozenset(names) for ex, names in getattr(module, "WITHHELD", {}).items()}
-
-
-def may_use(stage: str) -> dict[str, list[str]]:
-    """Finished functions an exercise hands to the learner on purpose (its stage module's ``MAY_USE``)."""
-    from importlib import import_module
-    try:
-        module = import_module(f"course_lib.courseware.exercises.stage{stage}")
-    except ImportError:
-        return {}
-    return {ex: sorted(names) for ex, names in getattr(module, "MAY_USE", {}).items()}
 
 
 def refusal(source: str, stage: str = "") -> str | None:
@@ -687,65 +650,3 @@ def cmd_check(args) -> int:
               + (f"; the grader failed on {len(problems)}" if problems else ""))
     return 3 if problems else 0 if all(g.passed for g in grades) else 1
 
-
-# ---------------------------------------------------------------- what check() says where course_lib is whole
-@functools.cache
-def _handed_out(stage: str) -> frozenset[str]:
-    """The names the exercise notebook's set-up cells import (the cells no answer goes in): these are there where
-    answers are graded. Read from the course's ``exercises/`` notebook of ``stage``."""
-    found: set[str] = set()
-    for path in sorted((ROOT / "exercises").glob(f"{stage}_*.ipynb")):
-        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-            if cell["cell_type"] != "code" or cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"):
-                continue
-            try:
-                tree = ast.parse("".join(cell["source"]))
-            except SyntaxError:
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    found |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return frozenset(found)
-
-
-def _names(code) -> set[str]:
-    """The global names a code object and the code nested in it (functions, comprehensions, classes) use."""
-    names, todo = set(), [code]
-    while todo:
-        c = todo.pop()
-        names |= set(c.co_names)
-        todo += [k for k in c.co_consts if hasattr(k, "co_names")]
-    return names
-
-
-def borrowed(exercise_id: str, candidate) -> list[str]:
-    """The finished versions an answer reaches, as 'name (module)': names its code uses (and the code of the
-    notebook's own functions it calls) bound to a function, class or module of a finished module of its stage or
-    a later one (``finished``), other than those the notebook's set-up cells and ``MAY_USE`` hand out (an
-    exercise's own answer, ``WITHHELD``, is never handed out). Where answers are graded none of them is there;
-    check() runs where course_lib is whole, so it says so instead of a plain ✓."""
-    import types
-    stage = exercise_id.split(".")[0]
-    modules = finished(stage)
-    handed = (_handed_out(stage) | set(may_use(stage).get(exercise_id, []))) - withheld(stage).get(exercise_id,
-                                                                                                 frozenset())
-    found, seen, todo = set(), set(), [candidate]
-    while todo:
-        function = todo.pop()
-        code, scope = getattr(function, "__code__", None), getattr(function, "__globals__", None)
-        if code is None or not isinstance(scope, dict) or id(function) in seen:
-            continue
-        seen.add(id(function))
-        for name in sorted(_names(code) & set(scope)):
-            value = scope[name]
-            if isinstance(value, types.ModuleType):
-                module = value.__name__
-            elif isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type)):
-                module = getattr(value, "__module__", None)
-            else:
-                continue
-            if module in modules and name not in handed:
-                found.add(f"{name} ({module})")
-            elif isinstance(value, types.FunctionType) and value.__globals__ is scope:   # the notebook's own helper
-                todo.append(value)
-    return sorted(found)

@@ -50,7 +50,7 @@ def verify(exercise: str, candidate) -> None:
     assert not module.startswith("course_lib"), (f"the answer to {exercise} ({getattr(candidate, '__name__', '?')!r}) "
                                                  "is course_lib's finished version, not your own: the exercise asks "
                                                  "you to write it")
-    from .grader import borrowed
+    from .stages import borrowed
     used = borrowed(exercise, candidate)
     assert not used, (f"the answer to {exercise} uses {', '.join(used)}, course_lib's finished version, which is not "
                       "there where course check grades: the exercise asks you to write it")

@@ -187,9 +187,8 @@ EXERCISES = {
              lambda f: read(f, {"content": [text("")], "structuredContent": {"시각": "11:30"}}),
              expected=("", False), hint="a block is a block, even one whose text is '': structuredContent only "
                                         "when there are none (test the list of pieces, not what they hold)"),
-        Case("structured content null", lambda f: read(f, {"content": [], "structuredContent": None}),
-             expected=("(the tool returned nothing)", False),
-             hint="structuredContent null (None) is no structured content: test `is not None`, not `in result`"),
+        Case("structured content null", lambda f: read(f, {"content": [], "structuredContent": None}), expected=(
+            "(the tool returned nothing)", False), hint="null (None) is no structured content: not `in result`"),
         Case("nothing at all", lambda f: read(f, {}), expected=("(the tool returned nothing)", False),
              hint="no blocks and no structuredContent: '(the tool returned nothing)'"),
         Case("content null", lambda f: read(f, {"content": None, "isError": True}),
