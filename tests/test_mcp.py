@@ -1016,12 +1016,16 @@ def run_lesson(code: str):
 START, CLOSE = ("import inspect", "server = subprocess.Popen"), "server.stdin.close()"
 
 
-def test_the_guessing_cell_takes_any_request_a_learner_adds_such_as_a_discover():
+def test_the_guessing_cell_takes_any_request_a_learner_adds_such_as_a_discover_and_names_a_mistyped_label():
     cell = lesson_code("guesses = {").replace("requests = {", 'requests = {\n    "a discover": ("server/discover", None),', 1)
+    assert cell.count('"lookup without arguments":') == 2
+    cell = cell.replace('"lookup without arguments":', '"lookup with no arguments":', 1)   # in the guesses
     result = run_lesson(lesson_code(*START) + "\n\n" + cell + "\n\n" + lesson_code(CLOSE))
     assert result.returncode == 0, result.stderr
     assert "✗ a discover" in result.stdout and "you said None     the server: result" in result.stdout
     assert "✓ the method 'ping'" in result.stdout and "the server: error" in result.stdout   # gone in 2026-07-28
+    assert "✗ 'lookup with no arguments' is not one of the six labels: keep them as written" in result.stdout
+    assert "✗ lookup without arguments" in result.stdout
 
 
 def my_request_cell(mine: str) -> str:
