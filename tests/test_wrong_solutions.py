@@ -1178,3 +1178,14 @@ def test_every_exercise_has_a_wrong_solution_and_no_row_is_there_twice():
     assert {row.exercise for row in WRONG} == set(exercise_ids())
     seen = [(row.exercise, row.fails_on, tuple(row.edits)) for row in WRONG]
     assert len(seen) == len(set(seen)), [row for row in seen if seen.count(row) > 1]
+
+
+# A learner reads the first ✗ first. A slip that breaks many cases at once must fail first on the case whose hint
+# names it, not on one whose hint blames something else (learner review, 2026-12-08: `<` for `<=` in 12.1 and 12.3).
+@pytest.mark.parametrize("exercise_id, edits, first", [
+    ("12.1", EDGE_12_1, "number: no tolerance, exactly right"),
+    ("12.3", [('steps > task["max_steps"]', 'steps >= task["max_steps"]')], "exactly at the cap"),
+])
+def test_a_slip_that_breaks_many_cases_fails_first_on_the_case_that_names_it(exercise_id, edits, first):
+    failing = [c.label for c in run_cases(exercise_id, solution(exercise_id, edits)).cases if not c.ok]
+    assert len(failing) > 1 and failing[0] == first, failing
