@@ -1189,3 +1189,11 @@ def test_every_exercise_has_a_wrong_solution_and_no_row_is_there_twice():
 def test_a_slip_that_breaks_many_cases_fails_first_on_the_case_that_names_it(exercise_id, edits, first):
     failing = [c.label for c in run_cases(exercise_id, solution(exercise_id, edits)).cases if not c.ok]
     assert len(failing) > 1 and failing[0] == first, failing
+
+
+def test_what_the_notebook_hands_out_is_not_borrowed_even_under_another_name_but_is_for_its_own_exercise():
+    namespace = {}
+    exec("from course_lib.memory import split_steps as steps_of\ndef window(history, n):\n    return steps_of(history)\n",
+         namespace)
+    assert borrowed("10.2", namespace["window"]) == []   # 10's set-up hands split_steps out, for 10.2
+    assert borrowed("10.1", namespace["window"]) == ["steps_of (course_lib.memory)"]   # 10.1 asks for it

@@ -649,4 +649,3 @@ def cmd_check(args) -> int:
         print(f"{sum(g.passed for g in grades)}/{total} notebook(s) passed every exercise"
               + (f"; the grader failed on {len(problems)}" if problems else ""))
     return 3 if problems else 0 if all(g.passed for g in grades) else 1
-

@@ -53,11 +53,14 @@ def may_use(stage: str) -> dict[str, list[str]]:
 
 
 @functools.cache
-def _handed_out(stage: str) -> frozenset[str]:
+def _handed_out(stage: str) -> frozenset[str] | None:
     """The names the exercise notebook's set-up cells import (the cells no answer goes in): these are there where
     answers are graded. Read from the course's ``exercises/`` notebook of ``stage``."""
     found: set[str] = set()
-    for path in sorted((ROOT / "exercises").glob(f"{stage}_*.ipynb")):
+    paths = sorted((ROOT / "exercises").glob(f"{stage}_*.ipynb"))
+    if not paths:   # no course folder to read (an installed copy): nothing known, so nothing to say
+        return None
+    for path in paths:
         for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
             if cell["cell_type"] != "code" or cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"):
                 continue
@@ -87,10 +90,11 @@ def borrowed(exercise_id: str, candidate) -> list[str]:
     a later one (``finished``), other than those the notebook's set-up cells and ``MAY_USE`` hand out (an
     exercise's own answer, ``WITHHELD``, is never handed out). Where answers are graded none of them is there;
     check() runs where course_lib is whole, so it says so instead of a plain ✓."""
-    stage = exercise_id.split(".")[0]
+    stage, notebook = exercise_id.split(".")[0], _handed_out(exercise_id.split(".")[0])
+    if notebook is None:
+        return []
     modules = finished(stage)
-    handed = (_handed_out(stage) | set(may_use(stage).get(exercise_id, []))) - withheld(stage).get(exercise_id,
-                                                                                                 frozenset())
+    handed = (notebook | set(may_use(stage).get(exercise_id, []))) - withheld(stage).get(exercise_id, frozenset())
     found, seen, todo = set(), set(), [candidate]
     while todo:
         function = todo.pop()
@@ -106,7 +110,7 @@ def borrowed(exercise_id: str, candidate) -> list[str]:
                 module = getattr(value, "__module__", None)
             else:
                 continue
-            if module in modules and name not in handed:
+            if module in modules and not {name, getattr(value, "__name__", name)} & handed:   # also as an alias
                 found.add(f"{name} ({module})")
             elif isinstance(value, types.FunctionType) and value.__globals__ is scope:   # the notebook's own helper
                 todo.append(value)
