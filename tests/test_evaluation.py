@@ -1041,8 +1041,8 @@ def test_the_runner_cell_takes_the_course_s_answer():
      "✗ not the same as run_suite, first with careful: yours {'task': 'unit-price-7', 'passed': True, 'steps': 3, "
      "'tokens': 1370}, run_suite's {'task': 'unit-price-7', 'passed': True, 'steps': 3, 'tokens': 1097}"),
     ({'"task": task["id"], ': ""}, "✗ not the same as run_suite, first with careful: yours {'passed': True"),
-    ({'agent.steps': 'agent.steps()'}, "✗ not the same as run_suite, first with the first task: yours raised "
-                                       "TypeError: 'int' object is not callable"),
+    ({'agent.steps': 'agent.steps()'}, "✗ your mini_run raised TypeError: 'int' object is not callable (line 19 of "
+                                       "this cell)"),
 ])
 def test_the_runner_cell_names_the_first_row_a_wrong_runner_gets_wrong(edits, said):
     printed = _lesson_cell("def mini_run(tasks, make_model):", edits)

@@ -2105,3 +2105,25 @@ def test_a_hidden_case_that_fails_inside_nested_values_is_shown_where_they_diffe
     assert detail.startswith("hidden tests failed: ") and "the first: random history 4: keep 0 to 7: expected " in detail
     assert detail.endswith("(first difference: at item 0 → at item 4 → at item 5 → at key 'role', expected 'tool', "
                            "got 'assistant')"), detail   # the window of keep=4: a third result dropped
+
+
+def test_an_answer_that_imports_a_finished_function_is_told_what_is_missing_where_it_is_graded(tmp_path):
+    """Learner review, 2026-12-08: a wrapper around `compare` got "✓ well done" in the notebook and, from course
+    check, "cannot import name 'compare'", which reads as if compare did not exist. The detail now says why, for an
+    import at the top of the answer cell (the cell stops) and for one inside the function (each case raises)."""
+    nb = load(ROOT / "exercises" / "12_evaluation_exercises.ipynb")
+    cell(nb, "ex12_4").source = ("from course_lib.evaluation import compare\n\n\ndef regressions(old, new):\n"
+                                 "    return [{k: c[k] for k in ('task', 'before', 'after')} for c in compare(old, new)\n"
+                                 "            if c['change'] == 'regression']\n")
+    cell(nb, "ex12_1").source = ("def answer_passes(check, answer):\n"
+                                 "    from course_lib.evaluation import grade_answer\n"
+                                 "    return grade_answer({'id': 'x', 'goal': 'x', 'check': check}, answer)['passed']\n")
+    g = grade(save(nb, tmp_path, "wrapper12"), "12", timeout=60)
+    ex = by_exercise(g)
+    assert not ex["12.4"].passed and not ex["12.1"].passed, g.as_dict()
+    if FULL:   # only in the sandbox are the finished modules cut to what the notebook hands out
+        why = "is course_lib's finished version in course_lib.evaluation: where answers are graded only what the " \
+              "notebook hands out is there, so write it yourself)"
+        assert ex["12.4"].detail.startswith("your answer cell defines no `regressions`: it raised ImportError: "
+                                            "cannot import name 'compare'") and f"(`compare` {why}" in ex["12.4"].detail
+        assert ex["12.1"].detail.endswith(f"cases passed in check() (`grade_answer` {why}"), ex["12.1"].detail

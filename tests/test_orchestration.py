@@ -544,11 +544,17 @@ def test_the_sub_agent_cell_takes_the_course_s_answer():
 
 
 @pytest.mark.parametrize("body, said", [
-    ("        return make_agent().run(task)\n", "passed that off as its answer"),
+    ("        return make_agent().run(task)\n", "your tool passed its sentence off as one: check agent.stop_reason"),
     (_BODY.replace("raise ToolError(", "raise RuntimeError("), "✗ your tool raised RuntimeError: raise ToolError"),
     (_BODY.replace("        agent = make_agent()", "        agent = made_once"),   # one agent for every task
      "✗ two tasks should run two fresh agents"),
     (_BODY.replace("return answer", "return f'{name}: {answer}'"), "✗ the team's run with your tools differs"),
+    (_BODY.replace('if agent.stop_reason != "finish":', "if agent.steps >= agent.max_steps:"),   # a last-step answer
+     "✗ two tasks should run two fresh agents, each giving its answer (one that finishes on its last allowed step"),
+    (_BODY.replace('if agent.stop_reason != "finish":', 'if agent.stop_reason == "max_steps":'),
+     "✗ a sub-agent whose model failed has no answer"),
+    (_BODY.replace("answer = agent.run(task)", "answer = agnet.run(task)"),   # a typo: a crash, named as one
+     "✗ your tool crashed: Error: researcher raised NameError: name 'agnet' is not defined"),
 ])
 def test_the_sub_agent_cell_names_what_a_wrong_tool_gets_wrong(body, said):
     edits = {_BODY: body}

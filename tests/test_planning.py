@@ -615,3 +615,8 @@ def test_the_todo_list_cell_takes_the_course_s_answer():
 def test_the_todo_list_cell_names_the_call_a_wrong_rule_gets_wrong(edits, said):
     printed = _todos_cell(edits)
     assert "✗ not the same as TodoList: " in printed and said in printed and "✓ yours" not in printed, printed
+
+
+def test_the_todo_list_cell_catches_a_replan_without_a_range_check():
+    printed = _todos_cell({_REPLAN_GUARD: _REPLAN_GUARD.replace("not 1 <= index <= len(self.items) or ", "")})
+    assert "replan(index=9, items=['x']): yours crashed (IndexError), not a ToolError" in printed, printed

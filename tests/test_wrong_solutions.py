@@ -124,6 +124,9 @@ WRAPPERS = {
              "def schema_problems(schema, value, where='arguments'):\n"
              "    return helper(schema, value, where)\n", "bridge (course_lib.mcp_bridge)"),
     "10.1": ("def group_steps(history):\n    return split_steps(history)\n", "split_steps (course_lib.memory)"),
+    "13.1": ("def from_mcp_result(result):\n"   # the import inside the function, where no cell shows it
+             "    from course_lib.mcp_client import from_mcp_result as finished\n"
+             "    return finished(result)\n", "course_lib.mcp_client (imported inside from_mcp_result)"),
 }
 
 

@@ -439,6 +439,7 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
             detail = f"your answer cell defines no `{name}`" if judged is not None else "not graded"
             if judged is not None and answer[0] == "error":   # what stopped it, in the worker's words: text only
                 detail += f": it raised {answer[1]}: {' '.join(str(answer[2]).split())[:300]}"
+                detail += _cut_import(detail, exercise[:2])
         elif public.not_implemented or secret.not_implemented:
             stub = public.stub or secret.stub
             detail = "not implemented yet" + (f": `{stub}` still raises NotImplementedError" if stub else "")
@@ -450,6 +451,7 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
             detail = error if error.startswith("the check could not run") else f"the check could not run: {error}"
         elif failing:
             detail = f"{len(public.cases) - len(failing)}/{len(public.cases)} cases passed in check()"
+            detail += next(filter(None, (_cut_import(row["got"], exercise[:2]) for row in failing)), "")
         elif answer[0] == "error":
             detail = f"your answer cell raised {answer[1]}: {answer[2]}"
         elif missed or not secret.cases:
@@ -466,6 +468,26 @@ def judge(trusted, statuses: dict, judged: dict | None, tamper: dict, candidates
         worth = points.get(exercise, 0)   # no hidden-test cell: nothing to earn
         grades.append(ExerciseGrade(exercise, passed, detail[:500], worth if passed else 0, worth, failing))
     return grades
+
+
+CUT_IMPORT = re.compile(r"cannot import name '(\w+)' from '(course_li[\w.]*)")   # a row's text may be cut short
+
+
+def _cut_import(said: str, stage: str) -> str:
+    """What an ImportError of a finished module means here, to add to a detail (the worker's words are only
+    read for a name): the answer imports what the grader's worker does not have, though the learner's kernel did."""
+    from importlib import import_module
+    found = CUT_IMPORT.search(said)
+    for module in sorted(finished(stage)) if found else []:
+        try:
+            home = getattr(getattr(import_module(module), found[1]), "__module__", module) \
+                if module.startswith(found[2]) else None
+        except Exception:   # noqa: BLE001 - a module that cannot be imported here, or no such name in it
+            continue
+        if home:   # where it is defined, if that is finished too (eval_lab re-exports grade_answer)
+            return (f" (`{found[1]}` is course_lib's finished version in {home if home in finished(stage) else module}"
+                    ": where answers are graded only what the notebook hands out is there, so write it yourself)")
+    return ""
 
 
 def grade(notebook, stage: str, *, solutions_dir=None, timeout: int = 60, level: str | None = None,

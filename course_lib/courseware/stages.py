@@ -102,6 +102,8 @@ def borrowed(exercise_id: str, candidate) -> list[str]:
         if code is None or not isinstance(scope, dict) or id(function) in seen:
             continue
         seen.add(id(function))
+        found |= {f"{name} (imported inside {function.__name__})" for name in _names(code)
+                  if name in modules or name == "course_lib"}   # `from course_lib.x import y` in its body
         for name in sorted(_names(code) & set(scope)):
             value = scope[name]
             if isinstance(value, types.ModuleType):
