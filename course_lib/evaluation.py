@@ -62,7 +62,10 @@ def grade_answer(task: dict, answer) -> dict:
     return {"passed": ok, "why": ("" if ok else "not ") + describe_check(check)}
 
 
-cost_of = Budget(max_cost=1.0).spent   # an agent's tokens in and out and their cost at the example prices
+def cost_of(agent) -> dict:
+    """``{"input_tokens": ..., "output_tokens": ..., "cost": ...}`` of ``agent``'s run so far, at the example prices
+    (stage 09's ``Budget.spent``)."""
+    return Budget(max_cost=1.0).spent(agent)
 
 
 def grade_trajectory(task: dict, agent) -> dict:
