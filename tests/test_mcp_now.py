@@ -486,3 +486,48 @@ def test_the_time_server_in_the_2026_era_without_discover_names_no_server():
         assert t.protocol == "2026-07-28" and t.server == "(a server with no name)"
         assert json.loads(t["convert_time"](source_timezone="Asia/Seoul", time="15:00",
                                             target_timezone="UTC"))["target"]["datetime"].endswith("06:00:00+00:00")
+
+
+# ---- lesson 13b's your-turn: the annotations-to-rules line, run as a learner writes it (no server needed)
+class _Listed(dict):
+    """What connect_mcp returns, as far as the cell reads it: tools with .annotations, and .rules."""
+    rules: dict
+
+
+def _rule_cell(body: str) -> str:
+    import contextlib
+    import io
+    import types
+    from course_lib.courseware.printing import say
+    from course_lib.courseware.your_turn import answered
+    cells = json.loads((Path(__file__).parent.parent / "notebooks" / "13b_mcp_http_and_frameworks.ipynb")
+                       .read_text(encoding="utf-8"))["cells"]
+    cell = next("".join(c["source"]) for c in cells
+                if "answer" in c["metadata"].get("tags", []) and "def my_rule(hints):" in "".join(c["source"]))
+    right = '    return "always" if hints.get("readOnlyHint") is True else "ask"\n'
+    assert right in cell
+    hints = {"git_status": {"readOnlyHint": True, "destructiveHint": False},
+             "git_log": {"readOnlyHint": True, "destructiveHint": False},
+             "git_add": {"readOnlyHint": False, "destructiveHint": False},
+             "git_commit": {"readOnlyHint": False, "destructiveHint": False},
+             "git_reset": {"readOnlyHint": False, "destructiveHint": True}}
+    git_tools = _Listed({name: types.SimpleNamespace(annotations=h) for name, h in hints.items()})
+    git_tools.rules = {name: "always" if h["readOnlyHint"] else "ask" for name, h in hints.items()}
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        exec(cell.replace(right, body), {"git_tools": git_tools, "say": say, "answered": answered})
+    return printed.getvalue().replace("\n    ", " ")
+
+
+def test_the_rule_cell_takes_the_course_s_answer_and_names_what_a_wrong_rule_gets_wrong():
+    assert "✓ the library's rules for every git tool, and for the odd hints too" in _rule_cell(
+        '    return "always" if hints.get("readOnlyHint") is True else "ask"\n')
+    truthy = _rule_cell('    return "always" if hints.get("readOnlyHint") else "ask"\n')
+    assert "✗ right for the git server, but my_rule({'readOnlyHint': 'true'}) gives 'always', not 'ask'" in truthy
+    destructive = _rule_cell('    return "ask" if hints.get("destructiveHint") or not hints.get("readOnlyHint") '
+                             'else "always"\n')
+    assert "my_rule({'readOnlyHint': True, 'destructiveHint': True}) gives 'ask', not 'always'" in destructive
+    inverted = _rule_cell('    return "ask" if hints["readOnlyHint"] else "always"\n')
+    assert "✗ not the library's rules for the git server: {'git_status': 'ask'" in inverted
+    crashed = _rule_cell('    return "always" if hints["readOnlyHint"] is True else "ask"\n')   # {} has no key
+    assert "✗ right for the git server, but my_rule({}) gives \"KeyError: 'readOnlyHint'\", not 'ask'" in crashed
