@@ -258,7 +258,7 @@ EXERCISES = {
         Case("records from run_suite", real_runs, expected=row(8, 4, 2, 1.0, 1.0, 1.0),
              hint="real records hold more keys (steps, cost, transcript): use 'task' and 'passed' only"),
         Case("no runs", rates([]), expected=row(0, 0, 0, 0.0, 0.0, 0.0),
-             hint="an empty list: zeros everywhere (0.0 for the rates), not a ZeroDivisionError"),
+             hint="an empty list: zeros everywhere (0.0 for the rates), not an error of any kind"),
         Case("no runs: the rates are floats", lambda f: {k: type(v).__name__ for k, v in rates([])(f).items()},
              expected={"runs": "int", "tasks": "int", "k": "int", "pass_rate": "float", "pass@k": "float",
                        "pass^k": "float"},
