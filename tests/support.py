@@ -34,7 +34,8 @@ class Tally:
 def lesson_cell(notebook: str, setup_line: str | None, tagged_line: str, edits: dict, extra: str = "") -> str:
     """Run a lesson's setup cell (the code cell holding ``setup_line``) and ``extra`` code, then the course's
     answer to the your-turn cell holding ``tagged_line`` (folded below it) with a learner's ``edits``; its output.
-    With no ``setup_line``, every code cell before that answer runs instead (your-turn cells left out), quietly."""
+    With no ``setup_line`` (None), every code cell before that answer runs instead (your-turn cells left out),
+    quietly; with ``setup_line=""``, none does (``extra`` sets the scene alone)."""
     import contextlib
     import io
     import json
@@ -49,7 +50,8 @@ def lesson_cell(notebook: str, setup_line: str | None, tagged_line: str, edits: 
         cell = cell.replace(old, new)
     namespace, printed = {}, io.StringIO()
     with contextlib.redirect_stdout(io.StringIO() if setup_line is None else printed):
-        for setup in sources[:at] if setup_line is None else [next(s for s in sources if setup_line in s)]:
+        for setup in (sources[:at] if setup_line is None else
+                      [next(s for s in sources if setup_line in s)] if setup_line else []):
             exec(setup, namespace)
     with contextlib.redirect_stdout(printed):
         exec(extra, namespace)

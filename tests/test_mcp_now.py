@@ -25,6 +25,7 @@ from course_lib.mcp_bridge import schema_problems, tool_to_mcp
 from course_lib.mcp_client import MAX_PAGES, connect_mcp
 from course_lib.safety import ToolPolicy
 from course_lib.tools import ToolError
+from support import lesson_cell
 
 COURSE = Path(sys.executable).parent / "course"   # the console script a user runs
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
@@ -489,39 +490,30 @@ def test_the_time_server_in_the_2026_era_without_discover_names_no_server():
 
 
 # ---- lesson 13b's your-turn: the annotations-to-rules line, run as a learner writes it (no server needed)
-class _Listed(dict):
-    """What connect_mcp returns, as far as the cell reads it: tools with .annotations, and .rules."""
-    rules: dict
+RIGHT_RULE = '    return "always" if hints.get("readOnlyHint") is True else "ask"\n'
+FAKE_GIT_TOOLS = """
+import types
+from course_lib.courseware.printing import say
+from course_lib.courseware.your_turn import answered
+class Listed(dict):   # what connect_mcp returns, as far as the cell reads it: tools with .annotations, and .rules
+    rules = {}
+hints = {"git_status": {"readOnlyHint": True, "destructiveHint": False},
+         "git_log": {"readOnlyHint": True, "destructiveHint": False},
+         "git_add": {"readOnlyHint": False, "destructiveHint": False},
+         "git_commit": {"readOnlyHint": False, "destructiveHint": False},
+         "git_reset": {"readOnlyHint": False, "destructiveHint": True}}
+git_tools = Listed({name: types.SimpleNamespace(annotations=h) for name, h in hints.items()})
+git_tools.rules = {name: "always" if h["readOnlyHint"] else "ask" for name, h in hints.items()}
+"""
 
 
 def _rule_cell(body: str) -> str:
-    import contextlib
-    import io
-    import types
-    from course_lib.courseware.printing import say
-    from course_lib.courseware.your_turn import answered
-    cells = json.loads((Path(__file__).parent.parent / "notebooks" / "13b_mcp_http_and_frameworks.ipynb")
-                       .read_text(encoding="utf-8"))["cells"]
-    cell = next("".join(c["source"]) for c in cells
-                if "answer" in c["metadata"].get("tags", []) and "def my_rule(hints):" in "".join(c["source"]))
-    right = '    return "always" if hints.get("readOnlyHint") is True else "ask"\n'
-    assert right in cell
-    hints = {"git_status": {"readOnlyHint": True, "destructiveHint": False},
-             "git_log": {"readOnlyHint": True, "destructiveHint": False},
-             "git_add": {"readOnlyHint": False, "destructiveHint": False},
-             "git_commit": {"readOnlyHint": False, "destructiveHint": False},
-             "git_reset": {"readOnlyHint": False, "destructiveHint": True}}
-    git_tools = _Listed({name: types.SimpleNamespace(annotations=h) for name, h in hints.items()})
-    git_tools.rules = {name: "always" if h["readOnlyHint"] else "ask" for name, h in hints.items()}
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        exec(cell.replace(right, body), {"git_tools": git_tools, "say": say, "answered": answered})
-    return printed.getvalue().replace("\n    ", " ")
+    return lesson_cell("13b_mcp_http_and_frameworks.ipynb", "", "def my_rule(hints):", {RIGHT_RULE: body},
+                       extra=FAKE_GIT_TOOLS)
 
 
 def test_the_rule_cell_takes_the_course_s_answer_and_names_what_a_wrong_rule_gets_wrong():
-    assert "✓ the library's rules for every git tool, and for the odd hints too" in _rule_cell(
-        '    return "always" if hints.get("readOnlyHint") is True else "ask"\n')
+    assert "✓ the library's rules for every git tool, and for the odd hints too" in _rule_cell(RIGHT_RULE)
     truthy = _rule_cell('    return "always" if hints.get("readOnlyHint") else "ask"\n')
     assert "✗ right for the git server, but my_rule({'readOnlyHint': 'true'}) gives 'always', not 'ask'" in truthy
     destructive = _rule_cell('    return "ask" if hints.get("destructiveHint") or not hints.get("readOnlyHint") '

@@ -7,12 +7,12 @@ run where ``course_lib`` is whole.
 """
 from __future__ import annotations
 
-import ast
 import functools
 import json
+import sys
 import types
 
-from .notebook_marks import ROOT
+from .notebook_marks import ROOT, grade_id
 
 STAGE_MODULES = {"01": ("course_lib.workspace", "course_lib.tools"), "02": ("course_lib.registry",),
                  "03": ("course_lib.describe",), "04": ("course_lib.parsing",), "05": ("course_lib.dispatch",),
@@ -52,26 +52,25 @@ def may_use(stage: str) -> dict[str, list[str]]:
     return {ex: sorted(names) for ex, names in getattr(module, "MAY_USE", {}).items()}
 
 
+def _kept(exercise_id: str) -> dict[str, frozenset[str]] | None:
+    """Each finished module's names that are there where ``exercise_id`` is graded: the worker's own cut
+    (``worker_lib``), started from the course's exercise notebook's set-up cells, less the exercise's own answer
+    (``WITHHELD``, a stand-in that refuses there). None with no exercise notebook to read (an installed copy)."""
+    stage = exercise_id.split(".")[0]
+    return _cut_names(stage, withheld(stage).get(exercise_id, frozenset()))
+
+
 @functools.cache
-def _handed_out(stage: str) -> frozenset[str] | None:
-    """The names the exercise notebook's set-up cells import (the cells no answer goes in): these are there where
-    answers are graded. Read from the course's ``exercises/`` notebook of ``stage``."""
-    found: set[str] = set()
+def _cut_names(stage: str, out: frozenset[str]) -> dict[str, frozenset[str]] | None:
+    from . import worker_lib
     paths = sorted((ROOT / "exercises").glob(f"{stage}_*.ipynb"))
-    if not paths:   # no course folder to read (an installed copy): nothing known, so nothing to say
+    if not paths:
         return None
-    for path in paths:
-        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-            if cell["cell_type"] != "code" or cell.get("metadata", {}).get("nbgrader", {}).get("grade_id"):
-                continue
-            try:
-                tree = ast.parse("".join(cell["source"]))
-            except SyntaxError:
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.Import, ast.ImportFrom)):
-                    found |= {(a.asname or a.name).split(".")[0] for a in node.names}
-    return frozenset(found)
+    setup = ["".join(c["source"]) for path in paths for c in json.loads(path.read_text(encoding="utf-8"))["cells"]
+             if c["cell_type"] == "code" and not grade_id(c)]
+    start = worker_lib.roots(stage, setup, finished(stage), may_use(stage))
+    return {"course_lib." + path.removesuffix(".py").removesuffix("/__init__").replace("/", "."): frozenset(names) - out
+            for path, names in worker_lib.available(stage, finished(stage), start, out).items()}
 
 
 def _names(code) -> set[str]:
@@ -85,16 +84,20 @@ def _names(code) -> set[str]:
 
 
 def borrowed(exercise_id: str, candidate) -> list[str]:
-    """The finished versions an answer reaches, as 'name (module)': names its code uses (and the code of the
-    notebook's own functions it calls) bound to a function, class or module of a finished module of its stage or
-    a later one (``finished``), other than those the notebook's set-up cells and ``MAY_USE`` hand out (an
-    exercise's own answer, ``WITHHELD``, is never handed out). Where answers are graded none of them is there;
-    check() runs where course_lib is whole, so it says so instead of a plain ✓."""
-    stage, notebook = exercise_id.split(".")[0], _handed_out(exercise_id.split(".")[0])
-    if notebook is None:
+    """The finished versions an answer reaches that are not there where it is graded, as 'name (module)': names
+    its code uses (and the code of the notebook's own functions it calls) bound to a function or class of a
+    finished module of its stage or a later one (``finished``) that the worker's cut leaves out (``_kept``), a
+    finished module whose left-out names it uses, or such a module imported inside its body. check() runs where
+    course_lib is whole, so it says so instead of a plain ✓, and nbgrader's hidden test fails it."""
+    kept = _kept(exercise_id)
+    if kept is None:
         return []
-    modules = finished(stage)
-    handed = (notebook | set(may_use(stage).get(exercise_id, []))) - withheld(stage).get(exercise_id, frozenset())
+    modules = finished(exercise_id.split(".")[0])
+
+    def cut_from(module: str, used: set[str]) -> bool:   # does the code use a name of `module` the cut left out?
+        real = sys.modules.get(module)
+        return real is not None and any(hasattr(real, n) and n not in kept.get(module, ()) for n in used)
+
     found, seen, todo = set(), set(), [candidate]
     while todo:
         function = todo.pop()
@@ -102,18 +105,17 @@ def borrowed(exercise_id: str, candidate) -> list[str]:
         if code is None or not isinstance(scope, dict) or id(function) in seen:
             continue
         seen.add(id(function))
-        found |= {f"{name} (imported inside {function.__name__})" for name in _names(code)
-                  if name in modules or name == "course_lib"}   # `from course_lib.x import y` in its body
-        for name in sorted(_names(code) & set(scope)):
+        used = _names(code)
+        found |= {f"{name} (imported inside {function.__name__})" for name in used   # `from course_lib.x import y`
+                  if name == "course_lib" or name in modules and cut_from(name, used)}
+        for name in sorted(used & set(scope)):
             value = scope[name]
             if isinstance(value, types.ModuleType):
-                module = value.__name__
-            elif isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type)):
-                module = getattr(value, "__module__", None)
-            else:
-                continue
-            if module in modules and not {name, getattr(value, "__name__", name)} & handed:   # also as an alias
-                found.add(f"{name} ({module})")
+                if value.__name__ in modules and cut_from(value.__name__, used):
+                    found.add(f"{name} ({value.__name__})")
+            elif isinstance(value, (types.FunctionType, type)) and value.__module__ in modules:
+                if value.__name__ not in kept.get(value.__module__, ()):   # whatever name it goes by here
+                    found.add(f"{name} ({value.__module__})")
             elif isinstance(value, types.FunctionType) and value.__globals__ is scope:   # the notebook's own helper
                 todo.append(value)
     return sorted(found)

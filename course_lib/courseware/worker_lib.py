@@ -217,11 +217,11 @@ def prepare(sources: dict[Path, str], folder: Path) -> dict[Path, Path]:
     return replaced
 
 
-def available(stage: str, finished: set[str], start) -> dict[str, list[str]]:
+def available(stage: str, finished: set[str], start, withheld: frozenset = frozenset()) -> dict[str, list]:
     """What the worker of ``stage`` keeps of each finished module: the functions, classes and constants it
-    defines (imports left out), for tests and review."""
+    defines (imports left out; a ``withheld`` name is kept as its stand-in), for tests, review and check()."""
     kept = {}
-    for path, source in cut(stage, finished, start).items():
+    for path, source in cut(stage, finished, start, withheld).items():
         body = [s for s in ast.parse(source).body if not isinstance(s, (ast.Import, ast.ImportFrom))]
         names = sorted(set().union(*[_defines(s) for s in body]))
         if names:
